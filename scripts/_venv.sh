@@ -1,0 +1,51 @@
+# Shared by scripts/test and scripts/demo: find Python 3.12+, keep .venv current.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+
+python_ok() {
+    "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1
+}
+
+find_python() {
+    local cand
+    for cand in "${PYTHON:-}" python3.13 python3.12 python3 python; do
+        [ -n "$cand" ] || continue
+        if command -v "$cand" >/dev/null 2>&1 && python_ok "$cand"; then
+            command -v "$cand"
+            return 0
+        fi
+    done
+    # Interpreters installed by pyenv or uv but not on PATH
+    local root
+    for root in "$(pyenv root 2>/dev/null || true)/versions" "$HOME/.pyenv/versions" \
+        "$HOME/.local/share/uv/python"; do
+        [ -d "$root" ] || continue
+        for cand in $(ls -d "$root"/*/bin/python3 2>/dev/null | sort -rV); do
+            if python_ok "$cand"; then
+                echo "$cand"
+                return 0
+            fi
+        done
+    done
+    echo "error: Python 3.12 or newer is needed (set PYTHON=/path/to/python3.12)" >&2
+    return 1
+}
+
+ensure_venv() {
+    local extras="$1"
+    local stamp="$VENV/.pgcatalog-$extras"
+    local want
+    want="$(cat "$ROOT/setup.py" "$ROOT/constraints.txt" | sha256sum | cut -d' ' -f1)"
+    if [ ! -x "$VENV/bin/python" ] || ! python_ok "$VENV/bin/python"; then
+        rm -rf "$VENV"
+        "$(find_python)" -m venv "$VENV"
+    fi
+    if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+        echo "Installing plone.pgcatalog[$extras] into .venv ..." >&2
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check -U pip >&2
+        "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+            -c "$ROOT/constraints.txt" -e "$ROOT[$extras]" >&2
+        echo "$want" > "$stamp"
+    fi
+}

@@ -1,0 +1,58 @@
+from pathlib import Path
+from setuptools import find_namespace_packages
+from setuptools import setup
+
+
+setup(
+    name="plone.pgcatalog",
+    version="0.1.0.dev0",
+    description="A PostgreSQL-backed portal_catalog for Plone 6 on zodb-pgjsonb",
+    long_description=Path("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="ZPL-2.1",
+    classifiers=[
+        "Framework :: Plone",
+        "Framework :: Plone :: 6.1",
+        "Framework :: Plone :: 6.2",
+        "Framework :: Plone :: Addon",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+        "License :: OSI Approved :: Zope Public License",
+    ],
+    python_requires=">=3.12",
+    package_dir={"": "src"},
+    packages=find_namespace_packages("src", include=["plone.*"]),
+    include_package_data=True,
+    zip_safe=False,
+    install_requires=[
+        "Products.CMFPlone>=6.1",
+        "plone.app.contenttypes",
+        "plone.api",
+        "zodb-pgjsonb>=1.19",
+        "psycopg[binary,pool]>=3.2",
+        "orjson",
+        "zope.component",
+    ],
+    extras_require={
+        "test": [
+            "plone.app.testing",
+            "zope.testrunner",
+            "pgserver",
+        ],
+        "demo": [
+            "plone.classicui",
+            "pgserver",
+        ],
+        "bench": [
+            "relstorage",
+            "psycopg2-binary",
+            "matplotlib",
+        ],
+    },
+    entry_points={
+        "z3c.autoinclude.plugin": ["target = plone"],
+        "console_scripts": [
+            "pgcatalog-demo = plone.pgcatalog.demo:main",
+        ],
+    },
+)

@@ -1,0 +1,134 @@
+"""Where searches get their PostgreSQL connection.
+
+In Plone the catalog lives in the same database as the content, so a
+search runs on the storage's own connection, inside the REPEATABLE READ
+snapshot the object loads use (catalog and objects agree).  A savepoint
+keeps a failing search from aborting that snapshot.
+
+When no storage connection is at hand, or when searches are routed to a
+separate (read replica) DSN, a psycopg pool serves them: within a request
+one connection is reused by every search and given back at the end of the
+request by an ``IPubEnd`` subscriber; outside a request it is borrowed for
+one search.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from psycopg import pq
+from psycopg_pool import ConnectionPool
+
+import os
+import threading
+
+
+READ_DSN_ENV = "PGCATALOG_READ_DSN"
+
+_pools: dict[str, ConnectionPool] = {}
+_pools_lock = threading.Lock()
+_local = threading.local()
+
+
+def storage_instance(obj):
+    """The zodb-pgjsonb storage instance behind *obj*'s ZODB connection."""
+    jar = getattr(obj, "_p_jar", None)
+    # After a savepoint ZODB swaps in a TmpStore; the real one stays here.
+    storage = getattr(jar, "_normal_storage", None) or getattr(jar, "_storage", None)
+    if storage is None or not hasattr(storage, "pg_connection"):
+        return None
+    return storage
+
+
+def storage_dsn(obj) -> str | None:
+    instance = storage_instance(obj)
+    if instance is None:
+        return None
+    return getattr(instance._main, "_dsn", None)
+
+
+def get_pool(dsn: str) -> ConnectionPool:
+    with _pools_lock:
+        pool = _pools.get(dsn)
+        if pool is None:
+            pool = _pools[dsn] = ConnectionPool(
+                dsn,
+                min_size=1,
+                max_size=int(os.environ.get("PGCATALOG_POOL_MAX", "10")),
+                kwargs={"autocommit": True},
+                check=ConnectionPool.check_connection,
+                open=True,
+                name="plone.pgcatalog",
+            )
+        return pool
+
+
+def close_pools() -> None:
+    with _pools_lock:
+        for pool in _pools.values():
+            pool.close()
+        _pools.clear()
+
+
+def request_connection(dsn: str):
+    """The pooled connection of the current request, checked out once."""
+    held = getattr(_local, "held", None)
+    if held is not None and held[0] == dsn and not held[1].closed:
+        return held[1]
+    release_request_connection()
+    conn = get_pool(dsn).getconn()
+    _local.held = (dsn, conn)
+    return conn
+
+
+def release_request_connection(event=None) -> None:
+    """IPubEnd subscriber: give the request's connection back to the pool."""
+    held = getattr(_local, "held", None)
+    if held is None:
+        return
+    _local.held = None
+    dsn, conn = held
+    pool = _pools.get(dsn)
+    if pool is not None:
+        pool.putconn(conn)
+
+
+def held_connection():
+    """The pooled connection the current thread holds, if any (for tests)."""
+    held = getattr(_local, "held", None)
+    return None if held is None else held[1]
+
+
+def _in_request() -> bool:
+    from zope.globalrequest import getRequest
+
+    return getRequest() is not None
+
+
+@contextmanager
+def search_connection(obj):
+    """Yield a connection for a search on behalf of *obj* (the tool)."""
+    read_dsn = os.environ.get(READ_DSN_ENV)
+    instance = None if read_dsn else storage_instance(obj)
+    conn = instance.pg_connection if instance is not None else None
+    if conn is not None and not conn.closed:
+        if conn.info.transaction_status == pq.TransactionStatus.INTRANS:
+            conn.execute("SAVEPOINT pgcatalog_search")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK TO SAVEPOINT pgcatalog_search")
+                raise
+            finally:
+                if conn.info.transaction_status == pq.TransactionStatus.INTRANS:
+                    conn.execute("RELEASE SAVEPOINT pgcatalog_search")
+        else:
+            yield conn
+        return
+    dsn = read_dsn or storage_dsn(obj)
+    if dsn is None:
+        raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage or PGCATALOG_READ_DSN")
+    if _in_request():
+        yield request_connection(dsn)
+    else:
+        with get_pool(dsn).connection() as conn:
+            yield conn

@@ -1,0 +1,281 @@
+"""Object → catalog row: index values, full text and metadata.
+
+Reads the attributes of an ``IIndexableObject`` wrapper the way each
+ZCatalog index kind reads them (callables are called, missing attributes
+and ``None`` leave the index without a value), so that a value is indexed
+here exactly when ZCatalog would index it.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from DateTime import DateTime
+from Missing import MV
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.values import date_minutes
+from plone.pgcatalog.values import encode_metadata
+from plone.pgcatalog.values import range_bounds
+
+import logging
+import re
+
+
+logger = logging.getLogger(__name__)
+
+_marker = object()
+
+# PostgreSQL limits: lexemes under 2 KiB, a tsvector under 1 MiB.
+_MAX_LEXEME_BYTES = 2000
+_MAX_TSVECTOR_BYTES = 900_000
+_MAX_POSITION = 16383
+
+_FALLBACK_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def safe_callable(value) -> bool:
+    return callable(value) and not isinstance(value, type)
+
+
+def _datum(obj, attr):
+    """UnIndex's reading of an attribute: called if callable, else as is."""
+    try:
+        value = getattr(obj, attr)
+        if safe_callable(value):
+            value = value()
+    except (AttributeError, TypeError):
+        return _marker
+    return value
+
+
+def field_value(obj, index: r.IndexDef):
+    value = _marker
+    for attr in index.attrs or (index.name,):
+        datum = _datum(obj, attr)
+        if datum is not _marker and datum is not None and datum is not MV:
+            value = datum
+    if value is _marker:
+        return _marker
+    if index.kind == r.BOOLEAN:
+        return bool(value)
+    return json_scalar(value)
+
+
+def json_scalar(value):
+    """A field value as JSON: dates become ISO text in UTC, others stay."""
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, DateTime):
+        return value.toZone("UTC").ISO8601()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def keyword_values(obj, index: r.IndexDef):
+    keywords = []
+    for attr in index.attrs or (index.name,):
+        value = getattr(obj, attr, ())
+        if safe_callable(value):
+            try:
+                value = value()
+            except (AttributeError, TypeError):
+                continue
+        if not value:
+            continue
+        if isinstance(value, (str, bytes)):
+            value = (value,)
+        else:
+            try:
+                value = tuple(set(value))
+            except TypeError:
+                value = (value,)
+        for v in value:
+            v = json_scalar(v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+            if v not in keywords:
+                keywords.append(v)
+    return keywords or _marker
+
+
+def date_value(obj, index: r.IndexDef):
+    result = _marker
+    for attr in index.attrs or (index.name,):
+        datum = _datum(obj, attr)
+        if datum is _marker or datum is None:
+            continue
+        try:
+            converted = date_minutes(
+                datum,
+                naive_as_local=index.options.get("naive_as_local", True),
+                precision=index.options.get("precision", 0),
+            )
+        except (OverflowError, ValueError, TypeError, DateTime.SyntaxError):
+            logger.warning("%s: cannot index %r as a date", index.name, datum)
+            continue
+        if converted is not None:
+            result = converted
+    return result
+
+
+def range_minutes(value, precision: int = 0):
+    """DateRangeIndex's minutes since the epoch, None outside its bounds."""
+    if value is None or value is MV:
+        return None
+    try:
+        if isinstance(value, str):
+            value = DateTime(value)
+        elif not isinstance(value, DateTime):
+            value = DateTime(value)
+    except Exception:
+        return None
+    minutes = int(value.millis() / 1000 / 60)
+    if precision > 1:
+        minutes -= minutes % precision
+    floor, ceiling = _range_floor_ceiling()
+    if minutes < floor or minutes > ceiling:
+        return None
+    return minutes
+
+
+def _range_floor_ceiling():
+    # DateRangeIndex's defaults (epoch minutes of 1000-01-01 and 2499-12-31)
+    return -510162480, 278751600
+
+
+def date_range_value(obj, index: r.IndexDef):
+    since_field = index.options.get("since_field")
+    until_field = index.options.get("until_field")
+    if not since_field:
+        return _marker
+    precision = index.options.get("precision", 0)
+    values = []
+    for name in (since_field, until_field):
+        value = getattr(obj, name, None) if name else None
+        if safe_callable(value):
+            value = value()
+        values.append(range_minutes(value, precision))
+    return values
+
+
+def recurring_value(obj, index: r.IndexDef):
+    value = date_value(obj, index)
+    return _marker if value is _marker else [value]
+
+
+def text_words(obj, index: r.IndexDef, pipeline) -> list[str]:
+    """The words ZCTextIndex would index, after the lexicon's pipeline."""
+    words = []
+    for attr in index.attrs or (index.name,):
+        datum = _datum(obj, attr)
+        if datum is _marker or datum is None or datum is MV:
+            continue
+        if isinstance(datum, (list, tuple)):
+            datum = " ".join(str(d) for d in datum if d)
+        elif isinstance(datum, bytes):
+            datum = datum.decode("utf-8", "replace")
+        elif not isinstance(datum, str):
+            datum = str(datum)
+        words.extend(pipeline(datum))
+    return words
+
+
+def fallback_pipeline(text: str) -> list[str]:
+    return [w.lower() for w in _FALLBACK_WORDS.findall(text)]
+
+
+def tsvector_literal(words: list[str]) -> str | None:
+    """Words in order → a tsvector literal with positions (for phrases)."""
+    positions: dict[str, list[int]] = {}
+    size = 0
+    for pos, word in enumerate(words, start=1):
+        if not word or len(word.encode("utf-8")) > _MAX_LEXEME_BYTES:
+            continue
+        where = positions.get(word)
+        if where is None:
+            size += len(word.encode("utf-8")) + 8
+            if size > _MAX_TSVECTOR_BYTES:
+                break
+            positions[word] = where = []
+        if len(where) < 256:  # PostgreSQL keeps at most 256 positions per lexeme
+            where.append(min(pos, _MAX_POSITION))
+    if not positions:
+        return None
+    parts = []
+    for word, where in positions.items():
+        quoted = word.replace("\\", "\\\\").replace("'", "''")
+        parts.append(f"'{quoted}':{','.join(map(str, sorted(set(where))))}")
+    return " ".join(parts)
+
+
+def path_columns(uid: str) -> dict:
+    parent, _, _ = uid.rpartition("/")
+    return {"path": uid, "parent_path": parent or "/", "path_depth": uid.count("/")}
+
+
+def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
+    """Extract a catalog row for *obj* cataloged under *uid*.
+
+    Returns ``{"idx": {...}, "searchable_text": str|None, "meta": {...}}``
+    plus the path columns.  With *idxs*, only those indexes are extracted
+    (``idx`` then holds a partial update) and ``partial`` is True.
+    """
+    wanted = None if not idxs else set(idxs)
+    idx = {}
+    row = {"partial": wanted is not None}
+    for index in indexes:
+        if wanted is not None and index.name not in wanted:
+            continue
+        kind = index.kind
+        if kind == r.PATH:
+            continue
+        if kind == r.TEXT:
+            pipeline = pipelines.get(index.options.get("lexicon_id")) or fallback_pipeline
+            literal = tsvector_literal(text_words(obj, index, pipeline))
+            if index.name == r.SEARCHABLE_TEXT:
+                row["searchable_text"] = literal
+            else:
+                value = literal if literal is not None else _marker
+                _put(idx, index.name, value)
+            continue
+        if kind in (r.FIELD, r.UUID, r.BOOLEAN, r.GOPIP):
+            value = field_value(obj, index)
+        elif kind == r.KEYWORD:
+            value = keyword_values(obj, index)
+        elif kind == r.DATE:
+            value = date_value(obj, index)
+        elif kind == r.DATE_RANGE:
+            value = date_range_value(obj, index)
+        elif kind == r.DATE_RECURRING:
+            value = recurring_value(obj, index)
+        else:  # pragma: no cover - registry only holds known kinds
+            continue
+        _put(idx, index.name, value)
+    row["idx"] = idx
+    row["meta"] = metadata(obj, columns)
+    row.update(path_columns(uid))
+    return row
+
+
+def _put(idx: dict, name: str, value) -> None:
+    # An index without a value is left out entirely: "not indexed" is not
+    # "indexed as None" (a null would match queries for None).
+    idx[name] = None if value is _marker else value
+
+
+def metadata(obj, columns) -> dict:
+    """Catalog.recordify: each column's value, called if callable."""
+    meta = {}
+    for name in columns:
+        value = getattr(obj, name, MV)
+        if value is not MV and safe_callable(value):
+            try:
+                value = value()
+            except Exception:
+                logger.exception("metadata %s of %r failed", name, aq_base(obj))
+                value = MV
+        if value is MV:
+            continue
+        meta[name] = encode_metadata(value)
+    return meta
+
+
+__all__ = ["extract", "metadata", "range_bounds"]

@@ -1,0 +1,135 @@
+"""This transaction's catalog changes, waiting for the storage to write them.
+
+Catalog calls record rows here, keyed by the object's OID; the state
+processor hands them to zodb-pgjsonb when the object row is written.  The
+store is attached to the ZODB transaction and joins it as a savepoint-aware
+data manager: abort drops it, a savepoint rollback restores it.  Nothing of
+it is ever put on the object, so no catalog data reaches a pickle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from zope.interface import implementer
+
+import transaction
+import transaction.interfaces
+
+
+_KEY = "plone.pgcatalog.pending"
+
+
+@dataclass
+class Pending:
+    """Rows to write (by zoid) and catalog paths to clear."""
+
+    rows: dict = field(default_factory=dict)
+    removed: dict = field(default_factory=dict)  # path -> True, ordered
+    written: set = field(default_factory=set)  # zoids whose row went with the object
+    ddl: list = field(default_factory=list)  # CREATE INDEX statements for new indexes
+    clear_all: bool = False  # manage_catalogClear: empty the catalog first
+
+    def catalog(self, zoid: int, row: dict) -> None:
+        earlier = self.rows.get(zoid)
+        if row["partial"] and earlier is not None:
+            merged = dict(earlier)
+            merged["idx"] = {**earlier["idx"], **row["idx"]}
+            for key in ("path", "parent_path", "path_depth"):
+                merged[key] = row[key]
+            if row["meta"] is not None:
+                merged["meta"] = row["meta"]
+            if "searchable_text" in row:
+                merged["searchable_text"] = row["searchable_text"]
+            row = merged
+        if earlier is not None and earlier["path"] != row["path"]:
+            self.removed[earlier["path"]] = True
+        self.rows[zoid] = row
+
+    def uncatalog(self, path: str) -> None:
+        for zoid in [z for z, row in self.rows.items() if row["path"] == path]:
+            del self.rows[zoid]
+        self.removed[path] = True
+
+    def snapshot(self) -> Pending:
+        return Pending(dict(self.rows), dict(self.removed), set(self.written), list(self.ddl), self.clear_all)
+
+    def restore(self, other: Pending) -> None:
+        self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
+        self.ddl, self.clear_all = list(other.ddl), other.clear_all
+
+    def clear(self) -> None:
+        """Forget everything: the catalog will be emptied at commit."""
+        self.rows.clear()
+        self.removed.clear()
+        self.clear_all = True
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.removed or self.ddl or self.clear_all)
+
+
+def get_pending(txn=None, create: bool = False) -> Pending | None:
+    """The pending changes of *txn* (default: the current transaction)."""
+    if txn is None:
+        txn = transaction.get()
+    try:
+        return txn.data(_KEY)
+    except KeyError:
+        if not create:
+            return None
+    pending = Pending()
+    txn.set_data(_KEY, pending)
+    txn.join(PendingDataManager(pending, txn))
+    return pending
+
+
+@implementer(transaction.interfaces.IDataManager, transaction.interfaces.ISavepointDataManager)
+class PendingDataManager:
+    """Ties a :class:`Pending` to its transaction's outcome.
+
+    It writes nothing itself: the storage writes the rows in its own
+    two-phase commit.  It only forgets them when the transaction ends.
+    """
+
+    transaction_manager = transaction.manager
+
+    def __init__(self, pending: Pending, txn):
+        self.pending = pending
+        self.txn = txn
+
+    def _forget(self):
+        self.pending.restore(Pending())
+
+    def abort(self, txn):
+        self._forget()
+
+    def tpc_begin(self, txn):
+        pass
+
+    def commit(self, txn):
+        pass
+
+    def tpc_vote(self, txn):
+        pass
+
+    def tpc_finish(self, txn):
+        self._forget()
+
+    def tpc_abort(self, txn):
+        self._forget()
+
+    def sortKey(self):
+        # After the ZODB connection: we must outlive the storage's vote.
+        return "~plone.pgcatalog.pending"
+
+    def savepoint(self):
+        return PendingSavepoint(self.pending)
+
+
+class PendingSavepoint:
+    def __init__(self, pending: Pending):
+        self.pending = pending
+        self.state = pending.snapshot()
+
+    def rollback(self):
+        self.pending.restore(self.state)

@@ -1,0 +1,390 @@
+"""ZCatalog query dict → one parameterised SQL statement.
+
+One small function per index kind turns that index's part of the query
+into a WHERE clause.  Every value is a bound parameter; the only SQL text
+that varies comes from :class:`~plone.pgcatalog.registry.IndexDef`
+expressions, i.e. from the registry, never from the caller.
+
+Semantics follow ``Products.ZCatalog.Catalog.search``: only keys naming an
+index take part; the parts are ANDed; a part that can match nothing (a
+``None`` value, an empty text query) empties the whole result; a query in
+which no index takes part finds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from DateTime import DateTime
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.extraction import range_minutes
+from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.text import to_tsquery
+from plone.pgcatalog.values import date_minutes
+from Products.ZCatalog.ZCatalog import CatalogError
+from ZPublisher.HTTPRequest import record
+
+import orjson
+
+
+class Nothing(Exception):
+    """Raised inside the builder when a part of the query matches nothing."""
+
+
+@dataclass
+class IndexQuery:
+    """ZCatalog's ``IndexQuery``: keys plus validated options for one index."""
+
+    keys: list
+    options: dict = field(default_factory=dict)
+
+    def get(self, name, default=None):
+        return self.options.get(name, default)
+
+
+def merge_query(query=None, **kw) -> dict:
+    """``Catalog.merge_query_args``: a new dict; a non-dict first argument
+    (such as a REQUEST) is ignored, keywords win."""
+    merged = {}
+    if isinstance(query, (dict, record)) or (
+        isinstance(query, Mapping) and not hasattr(query, "form")
+    ):
+        merged.update(query)
+    merged.update(kw)
+    return merged
+
+
+def index_query(query: dict, index: r.IndexDef) -> IndexQuery | None:
+    """Parse one index's part of *query* as ZCatalog's ``IndexQuery`` does."""
+    name = index.name
+    if name not in query:
+        return None
+    param = query[name]
+    options = {}
+    if isinstance(param, (dict, record)):
+        value = param.get("query", ())
+        keys = list(value) if isinstance(value, (tuple, list)) else [value]
+        for option in param.keys():
+            if option == "query":
+                continue
+            options[option] = param[option]
+    else:
+        keys = list(param) if isinstance(param, (tuple, list)) else [param]
+        prefix = name + "_"
+        for key in query:
+            if isinstance(key, str) and key.startswith(prefix):
+                options[key[len(prefix):]] = query[key]
+    for option in options:
+        if option not in index.query_options:
+            raise ValueError(f"index {name!r}: option {option!r} is not valid")
+    operator = options.get("operator", "or")
+    if not isinstance(operator, str) or operator.lower() not in ("or", "and"):
+        raise ValueError(f"index {name!r}: operator {operator!r} is not valid")
+    options["operator"] = operator.lower()
+    not_value = options.get("not")
+    if not_value is not None and not isinstance(not_value, (tuple, list)):
+        options["not"] = [not_value]
+    return IndexQuery(keys, options)
+
+
+@dataclass
+class Statement:
+    """A compiled search: WHERE, ORDER BY and paging, with parameters."""
+
+    where: list[str]
+    params: list
+    order: list[str] = field(default_factory=list)
+    order_params: list = field(default_factory=list)
+    ranked: bool = False
+
+    def where_sql(self) -> str:
+        return " AND ".join(self.where)
+
+
+# -- per kind -----------------------------------------------------------------
+
+
+def _check_text(value, name):
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"index {name!r}: value {value!r} is not UTF-8 text") from exc
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"index {name!r}: NUL characters cannot be searched")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"index {name!r}: value {value!r} is not valid text") from exc
+    return value
+
+
+def _scalar(index: r.IndexDef, value):
+    """A query value in the form the index's expression compares."""
+    if index.kind in (r.DATE, r.DATE_RECURRING):
+        try:
+            converted = date_minutes(
+                value,
+                naive_as_local=index.options.get("naive_as_local", True),
+                precision=index.options.get("precision", 0),
+            )
+        except (DateTime.SyntaxError, DateTime.DateError, DateTime.TimeError, ValueError) as exc:
+            raise ValueError(f"index {index.name!r}: cannot read {value!r} as a date") from exc
+        if converted is None:
+            raise ValueError(f"index {index.name!r}: cannot read {value!r} as a date")
+        return converted
+    if index.kind == r.BOOLEAN:
+        return bool(value)
+    value = _check_text(value, index.name)
+    if isinstance(value, DateTime):
+        return value.toZone("UTC").ISO8601()
+    return value
+
+
+def _param(index: r.IndexDef, value):
+    if index.value_type == r.TEXT_VALUE:
+        return value if isinstance(value, str) else str(value)
+    return orjson.dumps(value).decode()
+
+
+def _cast(index: r.IndexDef) -> str:
+    return "::text" if index.value_type == r.TEXT_VALUE else "::jsonb"
+
+
+def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str) -> tuple[list[str], list]:
+    """WHERE clauses of a field-like index over *expr* (ZCatalog's UnIndex)."""
+    cast = _cast(index)
+    where, params = [], []
+    keys = [_scalar(index, k) for k in q.keys if k is not None]
+    not_keys = [_scalar(index, k) for k in q.get("not") or () if k is not None]
+    range_ = q.get("range")
+    if index.kind == r.BOOLEAN:
+        # BooleanIndex knows only ``query``; documents without a value never match.
+        if not keys:
+            raise Nothing
+        return [f"{expr} = ANY(%s{cast}[])"], [[_param(index, k) for k in keys]]
+    if range_:
+        range_ = str(range_)
+        if not keys:
+            raise Nothing
+        lo = min(keys) if "min" in range_ else None
+        hi = max(keys) if "max" in range_ else None
+        if lo is not None:
+            where.append(f"{expr} >= %s{cast}")
+            params.append(_param(index, lo))
+        if hi:  # ZCatalog ignores a false upper bound (``if hi:``)
+            where.append(f"{expr} <= %s{cast}")
+            params.append(_param(index, hi))
+        if lo is None and not hi:
+            where.append(f"{expr} IS NOT NULL")
+    elif keys:
+        where.append(f"{expr} = ANY(%s{cast}[])")
+        params.append([_param(index, k) for k in keys])
+    elif not not_keys:
+        raise Nothing
+    if not_keys:
+        where.append(f"({expr} IS NULL OR NOT {expr} = ANY(%s{cast}[]))")
+        params.append([_param(index, k) for k in not_keys])
+    return where, params
+
+
+def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
+    where, params = _field_clauses(index, q, index.expression())
+    stmt.where.extend(where)
+    stmt.params.extend(params)
+
+
+def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
+    """A DateRecurringIndex matches when any occurrence matches."""
+    where, params = _field_clauses(index, q, "e.value")
+    stmt.where.append(
+        f"EXISTS (SELECT 1 FROM jsonb_array_elements({index.expression()}) AS e "
+        f"WHERE {' AND '.join(where)})"
+    )
+    stmt.params.extend(params)
+
+
+def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
+    expr = index.expression()
+    keys = [_scalar(index, k) for k in q.keys if k is not None]
+    not_keys = [_scalar(index, k) for k in q.get("not") or () if k is not None]
+    if q.get("range"):
+        raise ValueError(f"index {index.name!r}: range queries on keywords are not supported yet")
+    if keys:
+        joiner = " AND " if q.get("operator") == "and" else " OR "
+        parts = []
+        for key in keys:
+            parts.append(f"{expr} @> %s::jsonb")
+            stmt.params.append(orjson.dumps([key]).decode())
+        stmt.where.append("(" + joiner.join(parts) + ")")
+    elif not not_keys:
+        raise Nothing
+    if not_keys:
+        parts = []
+        for key in not_keys:
+            parts.append(f"{expr} @> %s::jsonb")
+            stmt.params.append(orjson.dumps([key]).decode())
+        stmt.where.append(f"({expr} IS NULL OR NOT (" + " OR ".join(parts) + "))")
+
+
+def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
+    if not q.keys:
+        raise Nothing
+    term = range_minutes(q.keys[0], index.options.get("precision", 0))
+    if term is None:
+        raise Nothing
+    start, end = index.range_expressions()
+    stmt.where.append(f"{start} <= %s AND {end} >= %s")
+    stmt.params.extend([term, term])
+
+
+def _normalize_path(path) -> str:
+    if isinstance(path, (list, tuple)):  # (path, level) pairs
+        path = path[0]
+    path = _check_text(path, "path")
+    if not isinstance(path, str):
+        raise ValueError(f"index 'path': {path!r} is not a path")
+    return "/" + "/".join(part for part in path.split("/") if part)
+
+
+def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
+    if q.get("navtree") or q.get("level"):
+        raise ValueError("index 'path': navtree and level are not supported yet")
+    try:
+        depth = int(q.get("depth", -1))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"index 'path': depth {q.get('depth')!r} is not a number") from exc
+    paths = [_normalize_path(p) for p in q.keys if p is not None]
+    if not paths:
+        raise Nothing
+    parts = []
+    for path in paths:
+        if path == "/" and depth == -1:
+            return  # the whole catalog
+        if depth == 0:
+            parts.append("path = %s")
+            stmt.params.append(path)
+        elif depth == 1:
+            parts.append("parent_path = %s")
+            stmt.params.append(path)
+        else:
+            below = "path >= %s AND path < %s"
+            prefix = path.rstrip("/") + "/"
+            upper = path.rstrip("/") + "0"  # '0' follows '/' in code point order
+            if depth < 0:
+                parts.append(f"(path = %s OR ({below}))")
+                stmt.params.extend([path, prefix, upper])
+            else:
+                parts.append(f"(path = %s OR ({below} AND path_depth <= %s))")
+                stmt.params.extend([path, prefix, upper, path.count("/") + depth])
+    joiner = " AND " if q.get("operator") == "and" else " OR "
+    stmt.where.append("(" + joiner.join(parts) + ")")
+
+
+def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
+    keys = [k for k in q.keys if k is not None]
+    if not keys:
+        raise Nothing
+    text = " ".join(str(_check_text(k, index.name)) for k in keys)
+    tsquery = to_tsquery(text, lexicon)
+    if tsquery is None:
+        raise Nothing
+    expr = index.expression()
+    stmt.where.append(f"{expr} @@ %s::tsquery")
+    stmt.params.append(tsquery)
+    if not stmt.ranked:
+        stmt.ranked = True
+        stmt.order_params.append(tsquery)
+        stmt.order.append(f"ts_rank({expr}, %s::tsquery) DESC")
+
+
+# -- the whole query ----------------------------------------------------------
+
+
+def build(query: dict, indexes: Mapping[str, r.IndexDef], lexicons=None) -> Statement | None:
+    """Compile *query*; None means "matches nothing"."""
+    lexicons = lexicons or {}
+    stmt = Statement(where=[CATALOGED], params=[])
+    used = False
+    try:
+        for _name, index in indexes.items():
+            q = index_query(query, index)
+            if q is None:
+                continue
+            used = True
+            kind = index.kind
+            if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN, r.GOPIP):
+                _field(index, q, stmt)
+            elif kind == r.KEYWORD:
+                _keyword(index, q, stmt)
+            elif kind == r.DATE_RANGE:
+                _date_range(index, q, stmt)
+            elif kind == r.DATE_RECURRING:
+                _recurring(index, q, stmt)
+            elif kind == r.PATH:
+                _path(index, q, stmt)
+            elif kind == r.TEXT:
+                _text(index, q, stmt, lexicons.get(index.options.get("lexicon_id")))
+    except Nothing:
+        return None
+    if not used:
+        return None
+    return stmt
+
+
+def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.IndexDef, bool]]:
+    """``sort_on`` / ``sort_order`` as (index, descending) pairs.
+
+    Unknown and unsortable names raise ``CatalogError`` as ZCatalog does;
+    ``reverse`` or ``descending`` (any case) mean descending, anything else
+    ascending; a single order applies to every key.
+    """
+    names = _sort_attr(query, "on")
+    if names is None:
+        return []
+    if not isinstance(names, (list, tuple)):
+        names = [names]
+    result = []
+    orders = _sort_attr(query, "order")
+    if orders is None:
+        orders = [""]
+    elif isinstance(orders, str):
+        orders = [orders]
+    reverse = [str(o).lower() in ("reverse", "descending") for o in orders]
+    for i, name in enumerate(names):
+        index = indexes.get(name) if isinstance(name, str) else None
+        if index is None:
+            raise CatalogError(f"Unknown sort_on index: {name!r}")
+        if not index.sortable:
+            raise CatalogError(
+                f"The index chosen for sort_on is not capable of being used as a sort index: {name!r}"
+            )
+        if len(reverse) == 1:
+            descending = reverse[0]
+        elif i < len(reverse):
+            descending = reverse[i]
+        else:
+            descending = False
+        result.append((index, descending))
+    return result
+
+
+def _sort_attr(query: dict, attr: str):
+    value = query.get(f"sort-{attr}")
+    if value is None:
+        value = query.get(f"sort_{attr}")
+    return value
+
+
+def add_sort(stmt: Statement, spec) -> None:
+    """ORDER BY the sort keys; rows lacking a key are dropped, as in ZCatalog."""
+    if not spec:
+        return
+    stmt.order = []
+    stmt.order_params = []
+    for index, descending in spec:
+        expr = index.expression()
+        stmt.where.append(f"{expr} IS NOT NULL")
+        stmt.order.append(f"{expr} {'DESC' if descending else 'ASC'}")

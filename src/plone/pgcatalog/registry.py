@@ -1,0 +1,203 @@
+"""The index registry: what each catalog index is and how SQL reaches it.
+
+Every index the catalog knows is an :class:`IndexDef`.  The registry is
+persisted on the tool as plain data (no index objects, no BTrees) and is
+the *only* source of SQL identifiers: the schema's DDL and the query
+builder both ask an ``IndexDef`` for its expression, so an expression index
+and the query that should use it can never drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+
+import re
+
+
+FIELD = "FieldIndex"
+KEYWORD = "KeywordIndex"
+DATE = "DateIndex"
+DATE_RANGE = "DateRangeIndex"
+DATE_RECURRING = "DateRecurringIndex"
+BOOLEAN = "BooleanIndex"
+UUID = "UUIDIndex"
+TEXT = "ZCTextIndex"
+PATH = "ExtendedPathIndex"
+GOPIP = "GopipIndex"
+
+KINDS = (FIELD, KEYWORD, DATE, DATE_RANGE, DATE_RECURRING, BOOLEAN, UUID, TEXT, PATH, GOPIP)
+
+# ZCatalog's ``query_options`` per kind: other option names raise ValueError.
+QUERY_OPTIONS = {
+    FIELD: ("query", "range", "not"),
+    KEYWORD: ("query", "range", "not", "operator"),
+    DATE: ("query", "range", "not"),
+    DATE_RANGE: ("query",),
+    DATE_RECURRING: ("query", "range", "not"),
+    BOOLEAN: ("query",),
+    UUID: ("query", "range", "not"),
+    TEXT: ("query",),
+    PATH: ("query", "level", "operator", "depth", "navtree", "navtree_start"),
+    GOPIP: ("query", "range", "not"),
+}
+
+# Value types decide the SQL expression of a field-like index.
+TEXT_VALUE = "text"  # compared and sorted as text in code point order
+JSON_VALUE = "json"  # numbers, booleans and dates: JSONB compares them typed
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,62}$")
+
+# The one column that holds SearchableText's tsvector (big, kept out of idx).
+SEARCHABLE_TEXT = "SearchableText"
+
+
+def _literal(name: str) -> str:
+    """Quote *name* as an SQL string literal (names are registry-checked)."""
+    if not _NAME.match(name):
+        raise ValueError(f"unsupported index name for SQL: {name!r}")
+    return "'" + name + "'"
+
+
+@dataclass(frozen=True)
+class IndexDef:
+    """One catalog index: its name, kind, source attributes and options."""
+
+    name: str
+    kind: str
+    attrs: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def query_options(self) -> tuple[str, ...]:
+        return QUERY_OPTIONS[self.kind]
+
+    @property
+    def value_type(self) -> str:
+        if self.kind in (DATE, GOPIP, BOOLEAN, DATE_RECURRING):
+            return JSON_VALUE
+        return self.options.get("value_type", TEXT_VALUE)
+
+    @property
+    def sortable(self) -> bool:
+        """ZCatalog sorts only on indexes with a ``documentToKeyMap``."""
+        return self.kind in (FIELD, DATE, BOOLEAN, UUID, GOPIP, KEYWORD, DATE_RECURRING)
+
+    @property
+    def key(self) -> str:
+        """The index name as an SQL literal, for ``idx->'name'``."""
+        return _literal(self.name)
+
+    def expression(self) -> str:
+        """The SQL expression that equality, ranges and sorting use."""
+        if self.kind in (FIELD, UUID, DATE, BOOLEAN, GOPIP):
+            if self.value_type == TEXT_VALUE:
+                return f"((idx->>{self.key}) COLLATE \"C\")"
+            return f"(idx->{self.key})"
+        if self.kind in (KEYWORD, DATE_RECURRING):
+            return f"(idx->{self.key})"
+        if self.kind == TEXT:
+            if self.name == SEARCHABLE_TEXT:
+                return "searchable_text"
+            return f"((idx->>{self.key})::tsvector)"
+        if self.kind == PATH:
+            return "path"
+        if self.kind == DATE_RANGE:
+            raise TypeError("a DateRangeIndex has two expressions: range_expressions()")
+        raise TypeError(f"no expression for {self.kind}")
+
+    def range_expressions(self) -> tuple[str, str]:
+        """Start and end of a DateRangeIndex; open ends become the extremes."""
+        return (
+            f"COALESCE((idx->{self.key}->>0)::bigint, -1)",
+            f"COALESCE((idx->{self.key}->>1)::bigint, 2147483647)",
+        )
+
+    def to_data(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "attrs": list(self.attrs), "options": dict(self.options)}
+
+    @classmethod
+    def from_data(cls, data: dict) -> IndexDef:
+        return cls(data["name"], data["kind"], tuple(data.get("attrs", ())), dict(data.get("options", {})))
+
+
+def index_def_from_zcatalog(index) -> IndexDef | None:
+    """Describe a ZCatalog index object as an :class:`IndexDef`.
+
+    Returns None for meta types this catalog has no SQL for; the caller
+    decides how loudly to say so.
+    """
+    kind = index.meta_type
+    if kind not in KINDS:
+        return None
+    name = index.getId()
+    attrs = ()
+    getter = getattr(index, "getIndexSourceNames", None)
+    if getter is not None:
+        attrs = tuple(getter())
+    options = {}
+    if kind == DATE:
+        options["naive_as_local"] = bool(getattr(index, "index_naive_time_as_local", True))
+        options["precision"] = int(getattr(index, "precision", 0) or 0)
+    elif kind == DATE_RANGE:
+        options["since_field"] = index.getSinceField()
+        options["until_field"] = index.getUntilField()
+        options["precision"] = int(getattr(index, "precision_value", 0) or 0)
+        attrs = ()
+    elif kind == DATE_RECURRING:
+        options["recurdef"] = getattr(index, "attr_recurdef", None)
+        options["until"] = getattr(index, "attr_until", None)
+    elif kind == TEXT:
+        options["lexicon_id"] = getattr(index, "lexicon_id", None)
+        options["index_type"] = index.getIndexType() if hasattr(index, "getIndexType") else None
+    elif kind == PATH:
+        attrs = ()
+    elif kind in (FIELD, UUID):
+        options["value_type"] = _guess_value_type(index)
+    return IndexDef(name, kind, attrs, options)
+
+
+def _guess_value_type(index) -> str:
+    """Pick ``json`` for a field index whose existing keys are all numbers."""
+    try:
+        keys = list(index.uniqueValues())
+    except Exception:
+        return TEXT_VALUE
+    if keys and all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in keys):
+        return JSON_VALUE
+    return TEXT_VALUE
+
+
+def index_def_from_extra(name: str, kind: str, extra=None) -> IndexDef:
+    """Build an :class:`IndexDef` from ``addIndex(name, type, extra)`` arguments."""
+    if kind not in KINDS:
+        raise ValueError(f"plone.pgcatalog has no SQL for index type {kind!r} (index {name!r})")
+
+    def get(key, default=None):
+        if extra is None:
+            return default
+        if isinstance(extra, dict):
+            return extra.get(key, default)
+        return getattr(extra, key, default)
+
+    attrs = get("indexed_attrs")
+    if isinstance(attrs, str):
+        attrs = [a.strip() for a in attrs.split(",") if a.strip()]
+    attrs = tuple(attrs or ((name,) if kind not in (PATH, DATE_RANGE) else ()))
+    options = {}
+    if kind == DATE:
+        options["naive_as_local"] = True
+        options["precision"] = 0
+    elif kind == DATE_RANGE:
+        options["since_field"] = get("since_field")
+        options["until_field"] = get("until_field")
+        options["precision"] = 0
+    elif kind == DATE_RECURRING:
+        options["recurdef"] = get("recurdef")
+        options["until"] = get("until")
+    elif kind == TEXT:
+        options["lexicon_id"] = get("lexicon_id")
+        options["index_type"] = get("index_type")
+    elif kind in (FIELD, UUID):
+        options["value_type"] = get("value_type", TEXT_VALUE)
+    return IndexDef(name, kind, attrs, options)

@@ -1,0 +1,171 @@
+"""Lazy search results and catalog brains.
+
+A search selects identifiers only (zoid and path) plus the total count.
+Metadata is loaded when a brain's metadata is first touched, in one query
+for a window of brains starting at that one: what a listing is about to
+show, never the whole result.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from Acquisition import aq_get
+from Acquisition import aq_parent
+from Acquisition import Implicit
+from Missing import MV
+from plone.pgcatalog.values import decode_metadata
+from Products.ZCatalog.interfaces import ICatalogBrain
+from ZTUtils.Lazy import Lazy
+from zope.globalrequest import getRequest
+from zope.interface import implementer
+
+
+MIN_WINDOW = 20
+MAX_WINDOW = 1000
+
+
+class CatalogResults(Lazy):
+    """A ``ZTUtils.Lazy`` sequence of brains over selected rows.
+
+    ``len()`` is the number of rows returned (the batch, when the query was
+    batched); ``actual_result_count`` is the number of matches.
+    """
+
+    def __init__(self, rows, actual_result_count, columns, load_metadata, wrap):
+        self._rows = rows  # [(zoid, path), ...]
+        self._len = len(rows)
+        self.actual_result_count = actual_result_count
+        self._columns = columns
+        self._load_metadata = load_metadata  # callable(list[zoid]) -> {zoid: meta}
+        self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
+        self._brains = {}
+        self._loaded = set()
+        self.metadata_queries = 0
+
+    def __len__(self):
+        return self._len
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._len))]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(index)
+        brain = self._brains.get(index)
+        if brain is None:
+            zoid, path = self._rows[index]
+            brain = self._brains[index] = CatalogBrain(self, index, zoid, path)
+        return self._wrap(brain)
+
+    def __iter__(self):
+        for i in range(self._len):
+            yield self[i]
+
+    def _metadata_for(self, position: int) -> None:
+        """Load metadata for a window of rows starting at *position*."""
+        window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._loaded)))
+        positions = [
+            p for p in range(position, min(self._len, position + window)) if p not in self._loaded
+        ]
+        zoids = [self._rows[p][0] for p in positions]
+        found = self._load_metadata(zoids)
+        self.metadata_queries += 1
+        for p in positions:
+            self._loaded.add(p)
+            brain = self._brains.get(p)
+            if brain is None:
+                zoid, path = self._rows[p]
+                brain = self._brains[p] = CatalogBrain(self, p, zoid, path)
+            brain._set_metadata(found.get(self._rows[p][0]), self._columns)
+
+
+@implementer(ICatalogBrain)
+class CatalogBrain(Implicit):
+    """A catalog record: metadata attributes plus the ICatalogBrain methods."""
+
+    __allow_access_to_unprotected_subobjects__ = True
+    data_record_score_ = None
+    data_record_normalized_score_ = None
+
+    def __init__(self, results, position, zoid, path):
+        self.__dict__["_results"] = results
+        self.__dict__["_position"] = position
+        self.__dict__["data_record_id_"] = zoid
+        self.__dict__["_path"] = path
+        self.__dict__["_has_metadata"] = False
+
+    def _set_metadata(self, meta, columns):
+        meta = meta or {}
+        values = self.__dict__
+        for name in columns:
+            if name in meta:
+                values[name] = decode_metadata(meta[name])
+            else:
+                values[name] = MV
+        values["_has_metadata"] = True
+
+    def __getattr__(self, name):
+        if name.startswith("__") or self.__dict__.get("_has_metadata", True):
+            raise AttributeError(name)
+        results = self.__dict__["_results"]
+        if name not in results._columns:
+            raise AttributeError(name)
+        results._metadata_for(self.__dict__["_position"])
+        return self.__dict__[name]
+
+    def __getitem__(self, name):
+        try:
+            return getattr(aq_base(self), name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def has_key(self, name):
+        return name in self.__dict__["_results"]._columns
+
+    __contains__ = has_key
+
+    def getPath(self) -> str:
+        return self.__dict__["_path"]
+
+    def getRID(self) -> int:
+        return self.__dict__["data_record_id_"]
+
+    def _request(self):
+        request = aq_get(self, "REQUEST", None)
+        if request is None or isinstance(request, str):
+            request = getRequest()
+        return request
+
+    def getURL(self, relative=0) -> str:
+        request = self._request()
+        if request is None:
+            return self.getPath()
+        return request.physicalPathToURL(self.getPath(), relative)
+
+    def _root(self):
+        parent = aq_parent(self)
+        if parent is None:
+            from zope.component.hooks import getSite
+
+            parent = getSite()
+        return parent
+
+    def getObject(self, REQUEST=None):
+        """The object, traversing parents unrestricted and the leaf restricted,
+        as ZCatalog does (a visible item inside a private folder opens)."""
+        path = self.getPath().split("/")
+        root = self._root()
+        if root is None:
+            return None
+        parent = root.unrestrictedTraverse("/".join(path[:-1]) or "/")
+        return parent.restrictedTraverse(path[-1])
+
+    def _unrestrictedGetObject(self):
+        root = self._root()
+        if root is None:
+            return None
+        return root.unrestrictedTraverse(self.getPath())
+
+    def __repr__(self):
+        return f"<CatalogBrain {self.getPath()}>"

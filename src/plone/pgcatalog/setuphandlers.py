@@ -1,0 +1,100 @@
+"""GenericSetup install: swap ZCatalog for the PostgreSQL tool.
+
+Every index and metadata definition of the old catalog is carried over
+(add-on indexes included), the ZCTextIndex lexicons are recreated empty
+with the same pipelines, the schema is built and the existing content is
+cataloged again, all in the install transaction.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.connection import storage_instance
+from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.schema import index_ddl
+from plone.pgcatalog.tool import ensure_processor
+from plone.pgcatalog.tool import LEXICON_META_TYPE
+from plone.pgcatalog.tool import PGCatalogTool
+from Products.CMFCore.interfaces import ICatalogTool
+from Products.ZCTextIndex.PipelineFactory import element_factory
+from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from zope.component import getSiteManager
+
+import logging
+
+
+logger = logging.getLogger("plone.pgcatalog")
+
+
+class InstallError(RuntimeError):
+    """The site cannot run plone.pgcatalog as it is."""
+
+
+def _copy_lexicon(lexicon):
+    """A fresh lexicon with the same pipeline and no vocabulary BTrees of
+    the old catalog."""
+    elements = list(lexicon._pipeline)
+    return PLexicon(lexicon.getId(), lexicon.title, *elements)
+
+
+def replace_catalog(site) -> PGCatalogTool:
+    """Install the PostgreSQL catalog in *site* and catalog its content."""
+    old = getattr(aq_base(site), "portal_catalog", None)
+    if isinstance(old, PGCatalogTool):
+        return site.portal_catalog
+    instance = storage_instance(site)
+    if instance is None:
+        raise InstallError(
+            "plone.pgcatalog needs the site's ZODB on zodb-pgjsonb (PGJsonbStorage); "
+            f"this site is stored in {type(getattr(site._p_jar, '_storage', None)).__name__}"
+        )
+    ensure_processor(instance)
+    old = site.portal_catalog
+    defs, unknown = [], []
+    for name in old.indexes():
+        index = old._catalog.getIndex(name)
+        found = r.index_def_from_zcatalog(index)
+        if found is None:
+            unknown.append(f"{name} ({index.meta_type})")
+        else:
+            defs.append(found)
+    if unknown:
+        logger.error(
+            "plone.pgcatalog has no SQL for these indexes; they are left out and "
+            "queries on them are ignored: %s",
+            ", ".join(unknown),
+        )
+    lexicons = [
+        _copy_lexicon(obj)
+        for obj in old.objectValues()
+        if getattr(obj, "meta_type", None) == LEXICON_META_TYPE
+    ]
+    columns = tuple(old.schema())
+
+    tool = PGCatalogTool()
+    tool._set_index_defs(defs)
+    tool._pgc_columns = columns
+    site._delObject("portal_catalog", suppress_events=True)
+    site._setObject("portal_catalog", tool, suppress_events=True)
+    tool = site.portal_catalog
+    for lexicon in lexicons:
+        tool._setObject(lexicon.getId(), lexicon, suppress_events=True)
+    getSiteManager(site).registerUtility(aq_base(tool), ICatalogTool)
+
+    pending = get_pending(create=True)
+    for index in defs:
+        pending.ddl.extend(index_ddl(index))
+    tool.clearFindAndRebuild()
+    logger.info("plone.pgcatalog installed: %d indexes, %d columns", len(defs), len(columns))
+    return tool
+
+
+def import_catalog(context) -> None:
+    """The ``plone.pgcatalog`` import step."""
+    if context.readDataFile("plone.pgcatalog.txt") is None:
+        return
+    replace_catalog(context.getSite())
+
+
+__all__ = ["replace_catalog", "import_catalog", "element_factory"]

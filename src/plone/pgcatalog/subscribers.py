@@ -1,0 +1,17 @@
+"""Event subscribers: register the state processor, release connections."""
+
+from plone.pgcatalog.connection import release_request_connection
+from plone.pgcatalog.tool import ensure_processor
+
+
+def database_opened(event) -> None:
+    """IDatabaseOpenedWithRoot: hook the catalog into a zodb-pgjsonb storage
+    before any request writes."""
+    storage = getattr(event.database, "storage", None)
+    if hasattr(storage, "register_state_processor"):
+        ensure_processor(storage)
+
+
+def publication_ended(event) -> None:
+    """IPubEnd: give the request's pooled connection back."""
+    release_request_connection()

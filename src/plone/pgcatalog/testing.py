@@ -1,0 +1,237 @@
+"""Test layers: Plone sites on zodb-pgjsonb in a throwaway PostgreSQL.
+
+``PGCATALOG_TEST_DSN`` names a server to use (any database on it, e.g.
+``host=localhost dbname=postgres user=postgres``); every layer creates its
+own fresh database there and drops it afterwards.  Without it, an embedded
+PostgreSQL (the ``pgserver`` package) is started in a temporary directory
+and removed at the end.
+
+Layers:
+
+- ``PGCATALOG_FIXTURE``: a Plone site ``plone`` on PGJsonbStorage with
+  ``plone.pgcatalog:default`` installed.
+- ``PGCATALOG_INTEGRATION_TESTING``: each test aborts.
+- ``PGCATALOG_FUNCTIONAL_TESTING``: tests may commit; the database is put
+  back to the fixture's state after each test.
+- ``DIFFERENTIAL_FIXTURE`` / ``DIFFERENTIAL_TESTING``: the same plus a stock
+  ZCatalog site ``zplone`` in the same database, for side-by-side tests.
+"""
+
+from __future__ import annotations
+
+from plone.app.testing import PloneFixture
+from plone.app.testing.layers import IntegrationTesting
+from plone.testing import Layer
+from plone.testing import zca
+from plone.testing import zope
+from psycopg import conninfo
+from zope.configuration import xmlconfig
+
+import os
+import psycopg
+import shutil
+import tempfile
+import transaction
+import uuid
+import ZODB
+
+
+TEST_DSN_ENV = "PGCATALOG_TEST_DSN"
+
+SNAPSHOT_TABLES = ("transaction_log", "object_state", "blob_state", "pgcatalog_counter")
+
+
+class PGServerLayer(Layer):
+    """A PostgreSQL server: the one ``PGCATALOG_TEST_DSN`` names, or an
+    embedded throwaway one."""
+
+    def setUp(self):
+        dsn = os.environ.get(TEST_DSN_ENV)
+        self._server = self._tmp = None
+        if not dsn:
+            import pgserver
+
+            self._tmp = tempfile.mkdtemp(prefix="pgcatalog-test-pg-")
+            self._server = pgserver.get_server(self._tmp, cleanup_mode="stop")
+            dsn = self._server.get_uri()
+        self["pg_server_dsn"] = dsn
+
+    def tearDown(self):
+        del self["pg_server_dsn"]
+        if self._server is not None:
+            self._server.cleanup()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+PG_SERVER = PGServerLayer(name="plone.pgcatalog:PGServer")
+
+
+def create_database(server_dsn: str) -> tuple[str, str]:
+    """Create a fresh database; return its name and DSN."""
+    name = "pgcatalog_test_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name, conninfo.make_conninfo(server_dsn, dbname=name)
+
+
+def drop_database(server_dsn: str, name: str) -> None:
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+def open_pg_db(dsn: str) -> ZODB.DB:
+    """A ZODB on a new PGJsonbStorage with the catalog's processor."""
+    from plone.pgcatalog.tool import ensure_processor
+    from zodb_pgjsonb.storage import PGJsonbStorage
+
+    storage = PGJsonbStorage(dsn, cache_warm_pct=0, pool_max_size=20)
+    ensure_processor(storage)
+    return ZODB.DB(storage, cache_size=2000)
+
+
+class PGStartup(zope.Startup):
+    """Zope started on a ZODB in a fresh PostgreSQL database."""
+
+    defaultBases = (PG_SERVER, zca.LAYER_CLEANUP)
+
+    def setUpDatabase(self):
+        super().setUpDatabase()
+        self["zodbDB"].close()
+        self._dbname, dsn = create_database(self["pg_server_dsn"])
+        self["pg_dsn"] = dsn
+        self["zodbDB"] = open_pg_db(dsn)
+
+    def tearDownDatabase(self):
+        super().tearDownDatabase()
+        del self["pg_dsn"]
+        from plone.pgcatalog.connection import close_pools
+
+        close_pools()
+        drop_database(self["pg_server_dsn"], self._dbname)
+
+
+PG_STARTUP = PGStartup(name="plone.pgcatalog:Startup")
+
+
+class Snapshot:
+    """Table contents kept in memory, to put the database back after a test."""
+
+    def __init__(self, dsn: str):
+        self.dsn = dsn
+        self.data = {}
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for table in SNAPSHOT_TABLES:
+                with conn.cursor() as cur, cur.copy(f"COPY {table} TO STDOUT (FORMAT BINARY)") as copy:
+                    self.data[table] = b"".join(bytes(chunk) for chunk in copy)
+
+    def restore(self, db: ZODB.DB) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            with conn.transaction():
+                for table in reversed(SNAPSHOT_TABLES):
+                    conn.execute(f"DELETE FROM {table}")
+                for table in SNAPSHOT_TABLES:
+                    with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:
+                        copy.write(self.data[table])
+        storage = db.storage
+        storage.clear_caches()
+
+        def forget(connection):
+            load_cache = getattr(connection._storage, "_load_cache", None)
+            if load_cache is not None:
+                load_cache.clear()
+            connection.cacheMinimize()
+
+        db._connectionMap(forget)
+
+
+class PGCatalogFixture(PloneFixture):
+    """A Plone site on PostgreSQL with plone.pgcatalog installed.
+
+    Unlike ``PLONE_FIXTURE`` no DemoStorage is stacked: the site is written
+    to PostgreSQL, through the catalog's state processor.
+    """
+
+    defaultBases = (PG_STARTUP,)
+    extensionProfiles = (*PloneFixture.extensionProfiles, "plone.pgcatalog:default")
+
+    def setUp(self):
+        self.setUpZCML()
+        with zope.zopeApp() as app:
+            self.setUpProducts(app)
+            self.setUpDefaultContent(app)
+        self["pg_snapshot"] = Snapshot(self["pg_dsn"])
+
+    def tearDown(self):
+        del self["pg_snapshot"]
+        with zope.zopeApp() as app:
+            self.tearDownProducts(app)
+        self.tearDownZCML()
+
+    def setUpZCML(self):
+        super().setUpZCML()
+        import plone.pgcatalog
+
+        xmlconfig.file("configure.zcml", plone.pgcatalog, context=self["configurationContext"])
+
+
+PGCATALOG_FIXTURE = PGCatalogFixture(name="plone.pgcatalog:Fixture")
+
+
+class PGFunctionalTesting(IntegrationTesting):
+    """Tests may commit; afterwards the database is restored from the
+    fixture's snapshot and every cache is emptied."""
+
+    def testSetUp(self):
+        super().testSetUp()
+        transaction.commit = self._original_commit
+
+    def testTearDown(self):
+        super().testTearDown()
+        self["pg_snapshot"].restore(self["zodbDB"])
+
+
+PGCATALOG_INTEGRATION_TESTING = IntegrationTesting(
+    bases=(PGCATALOG_FIXTURE,), name="plone.pgcatalog:Integration"
+)
+PGCATALOG_FUNCTIONAL_TESTING = PGFunctionalTesting(
+    bases=(PGCATALOG_FIXTURE,), name="plone.pgcatalog:Functional"
+)
+
+
+class DifferentialFixture(Layer):
+    """Adds a stock ZCatalog Plone site ``zplone`` next to ``plone``."""
+
+    defaultBases = (PGCATALOG_FIXTURE,)
+
+    def setUp(self):
+        from plone.app.testing import PLONE_SITE_TITLE
+        from plone.app.testing import SITE_OWNER_NAME
+        from plone.app.testing.helpers import login
+        from Products.CMFPlone.factory import addPloneSite
+
+        with zope.zopeApp() as app:
+            login(app, SITE_OWNER_NAME)
+            addPloneSite(
+                app,
+                "zplone",
+                title=PLONE_SITE_TITLE,
+                setup_content=False,
+                default_language="en",
+                extension_ids=PloneFixture.extensionProfiles,
+            )
+        self["pg_snapshot"] = Snapshot(self["pg_dsn"])
+
+    def tearDown(self):
+        del self["pg_snapshot"]
+
+
+DIFFERENTIAL_FIXTURE = DifferentialFixture(name="plone.pgcatalog:Differential")
+DIFFERENTIAL_TESTING = PGFunctionalTesting(
+    bases=(DIFFERENTIAL_FIXTURE,), name="plone.pgcatalog:DifferentialFunctional"
+)

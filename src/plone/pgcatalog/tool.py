@@ -1,0 +1,496 @@
+"""``portal_catalog`` on PostgreSQL: the ZCatalog / CMFPlone API, thin.
+
+The tool keeps only small plain data in ZODB (the index registry and the
+metadata columns); every catalog row lives in ``object_state``.  Writing
+delegates to :mod:`extraction` and :mod:`pending`, searching to
+:mod:`query` and :mod:`results`.
+"""
+
+from __future__ import annotations
+
+from AccessControl import ClassSecurityInfo
+from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import manage_zcatalog_entries as ManageZCatalogEntries
+from AccessControl.Permissions import search_zcatalog as SearchZCatalog
+from Acquisition import aq_base
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from DateTime import DateTime
+from OFS.Folder import Folder
+from plone.base.interfaces import IPloneCatalogTool
+from plone.indexer.interfaces import IIndexableObject
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.connection import search_connection
+from plone.pgcatalog.connection import storage_instance
+from plone.pgcatalog.extraction import extract
+from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.processor import CatalogStateProcessor
+from plone.pgcatalog.query import add_sort
+from plone.pgcatalog.query import build
+from plone.pgcatalog.query import merge_query
+from plone.pgcatalog.query import sort_spec
+from plone.pgcatalog.results import CatalogResults
+from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.schema import index_ddl
+from plone.pgcatalog.interfaces import IPGCatalogTool
+from Products.CMFCore.indexing import getQueue
+from Products.CMFCore.indexing import processQueue
+from Products.CMFCore.interfaces import ICatalogTool
+from Products.CMFCore.permissions import AccessInactivePortalContent
+from Products.CMFCore.utils import _checkPermission
+from Products.CMFCore.utils import _getAuthenticatedUser
+from Products.CMFCore.utils import UniqueObject
+from Products.CMFCore.indexing import filterTemporaryItems
+from Products.ZCatalog.interfaces import IZCatalog
+from Products.ZCatalog.ZCatalog import CatalogError
+from psycopg.rows import tuple_row
+from zope.component import queryMultiAdapter
+from zope.component.hooks import getSite
+from zope.interface import implementer
+from ZTUtils.Lazy import LazyCat
+
+import logging
+import orjson
+
+
+logger = logging.getLogger("plone.pgcatalog")
+
+LEXICON_META_TYPE = "ZCTextIndex Lexicon"
+
+
+def ensure_processor(instance) -> None:
+    """Register the catalog's state processor on the storage, once."""
+    main = getattr(instance, "_main", instance)
+    if getattr(main, "_pgcatalog_processor", None) is None:
+        processor = CatalogStateProcessor()
+        main.register_state_processor(processor)
+        main._pgcatalog_processor = processor
+
+
+@implementer(IPGCatalogTool, IPloneCatalogTool, ICatalogTool, IZCatalog)
+class PGCatalogTool(UniqueObject, Folder):
+    """Plone's catalog, with its data in PostgreSQL."""
+
+    id = "portal_catalog"
+    meta_type = "Plone PostgreSQL Catalog Tool"
+    title = "Indexes all content in the site (PostgreSQL)"
+    security = ClassSecurityInfo()
+
+    _pgc_indexes: tuple = ()  # IndexDef.to_data() dicts, in definition order
+    _pgc_columns: tuple = ()
+
+    # -- registry ----------------------------------------------------------------
+
+    def _index_defs(self) -> dict[str, r.IndexDef]:
+        cached = self.__dict__.get("_v_index_defs")
+        if cached is not None and cached[0] is self._pgc_indexes:
+            return cached[1]
+        defs = {data["name"]: r.IndexDef.from_data(data) for data in self._pgc_indexes}
+        self._v_index_defs = (self._pgc_indexes, defs)
+        return defs
+
+    def _set_index_defs(self, defs) -> None:
+        self._pgc_indexes = tuple(d.to_data() for d in defs)
+
+    @security.protected(SearchZCatalog)
+    def indexes(self) -> list[str]:
+        return list(self._index_defs())
+
+    @security.protected(SearchZCatalog)
+    def schema(self) -> list[str]:
+        return list(self._pgc_columns)
+
+    def _lexicons(self) -> dict:
+        return {
+            obj.getId(): obj
+            for obj in self.objectValues()
+            if getattr(obj, "meta_type", None) == LEXICON_META_TYPE
+        }
+
+    def _pipelines(self) -> dict:
+        def pipeline_of(lexicon):
+            elements = tuple(lexicon._pipeline)
+
+            def run(text):
+                words = [text]
+                for element in elements:
+                    words = element.process(words)
+                return words
+
+            return run
+
+        return {name: pipeline_of(lex) for name, lex in self._lexicons().items()}
+
+    @security.protected(ManageZCatalogEntries)
+    def addIndex(self, name, type, extra=None):
+        """Register an index; its SQL index is built at commit."""
+        if not isinstance(name, str) or not name:
+            raise CatalogError("The index name must be a non-empty string")
+        if name in self._index_defs():
+            raise CatalogError(f"The index {name!r} already exists")
+        meta_type = getattr(type, "meta_type", type)
+        try:
+            index = r.index_def_from_extra(name, meta_type, extra)
+        except ValueError as exc:
+            logger.error("%s", exc)
+            raise CatalogError(str(exc)) from exc
+        self._set_index_defs([*self._index_defs().values(), index])
+        get_pending(create=True).ddl.extend(index_ddl(index))
+
+    manage_addIndex = addIndex
+
+    @security.protected(ManageZCatalogEntries)
+    def delIndex(self, name):
+        defs = self._index_defs()
+        if name not in defs:
+            raise CatalogError(f"The index {name!r} does not exist")
+        self._set_index_defs([d for n, d in defs.items() if n != name])
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_delIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
+        for name in [ids] if isinstance(ids, str) else ids or ():
+            self.delIndex(name)
+
+    @security.protected(ManageZCatalogEntries)
+    def addColumn(self, name, default_value=None):
+        if name in self._pgc_columns:
+            raise CatalogError(f"The column {name!r} already exists")
+        self._pgc_columns = (*self._pgc_columns, name)
+
+    manage_addColumn = addColumn
+
+    @security.protected(ManageZCatalogEntries)
+    def delColumn(self, name):
+        if name not in self._pgc_columns:
+            raise CatalogError(f"The column {name!r} does not exist")
+        self._pgc_columns = tuple(c for c in self._pgc_columns if c != name)
+
+    # -- writing ------------------------------------------------------------------
+
+    def _oid_of(self, obj) -> int | None:
+        """The object's zoid, assigning an OID to a new object now (its
+        OID would otherwise only exist after the before-commit hooks)."""
+        base = aq_base(obj)
+        if getattr(base, "_p_oid", None) is None:
+            jar = None
+            for holder in getattr(obj, "aq_chain", ()):
+                jar = getattr(aq_base(holder), "_p_jar", None)
+                if jar is not None:
+                    break
+            if jar is None or not hasattr(base, "_p_jar"):
+                return None
+            jar.add(base)
+        return int.from_bytes(base._p_oid, "big")
+
+    @security.protected(ManageZCatalogEntries)
+    def catalog_object(self, object, uid=None, idxs=None, update_metadata=1, pghandler=None):
+        """Extract *object*'s row and queue it for this transaction's commit."""
+        obj = object
+        if uid is None:
+            uid = "/".join(obj.getPhysicalPath())
+        elif not isinstance(uid, str):
+            raise CatalogError(f"The object unique id must be a string: {uid!r}")
+        instance = storage_instance(self)
+        if instance is not None:
+            ensure_processor(instance)
+        zoid = self._oid_of(obj)
+        if zoid is None:
+            logger.warning("Not cataloging %s: it is not a persistent object", uid)
+            return
+        wrapper = obj
+        if not IIndexableObject.providedBy(obj):
+            wrapper = queryMultiAdapter((obj, self), IIndexableObject) or obj
+        defs = self._index_defs()
+        if idxs:
+            idxs = [name for name in idxs if name in defs]
+        row = extract(
+            wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None
+        )
+        if row["partial"] and not update_metadata:
+            row["meta"] = None
+        get_pending(create=True).catalog(zoid, row)
+
+    @security.protected(ManageZCatalogEntries)
+    def uncatalog_object(self, uid):
+        get_pending(create=True).uncatalog(uid)
+
+    @security.private
+    def indexObject(self, object, idxs=None):
+        self.reindexObject(object, idxs or [])
+
+    @security.private
+    def unindexObject(self, object):
+        obj = filterTemporaryItems(object, checkId=False)
+        if obj is not None:
+            getQueue().unindex(obj)
+
+    @security.private
+    def reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
+        if idxs in (None, []) and hasattr(aq_base(object), "notifyModified"):
+            object.notifyModified()
+        obj = filterTemporaryItems(object)
+        if obj is not None:
+            getQueue().reindex(obj, idxs, update_metadata=update_metadata)
+
+    @security.private
+    def _indexObject(self, object):
+        self.catalog_object(object, "/".join(object.getPhysicalPath()))
+
+    @security.private
+    def _unindexObject(self, object):
+        self.uncatalog_object("/".join(object.getPhysicalPath()))
+
+    @security.private
+    def _reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
+        if uid is None:
+            uid = "/".join(object.getPhysicalPath())
+        if idxs:
+            idxs = [name for name in idxs if name in self._index_defs()]
+            if not idxs:
+                idxs = None
+                if not update_metadata:
+                    return
+        self.catalog_object(object, uid, idxs, update_metadata)
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
+        """Empty the catalog (at commit, in the same transaction)."""
+        get_pending(create=True).clear()
+
+    @security.protected(ManageZCatalogEntries)
+    def clearFindAndRebuild(self):
+        """Empty the catalog, then catalog the site root and all content."""
+        idxs = list(self.indexes())
+        portal = aq_parent(aq_inner(self))
+
+        def index(obj, path=None):
+            if aq_base(obj) is aq_base(self):
+                return
+            method = getattr(aq_base(obj), "reindexObject", None)
+            if method is None or not callable(method):
+                return
+            self.catalog_object(obj, "/".join(obj.getPhysicalPath()), idxs)
+
+        self.manage_catalogClear()
+        index(portal)
+        portal.ZopeFindAndApply(portal, search_sub=True, apply_func=index)
+
+    @security.protected(ManageZCatalogEntries)
+    def refreshCatalog(self, clear=0, pghandler=None):
+        paths = [path for _, path in self._fetch("SELECT zoid, path FROM object_state WHERE " + CATALOGED, [])]
+        if clear:
+            self.manage_catalogClear()
+        root = self.getPhysicalRoot()
+        for path in paths:
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is not None:
+                self.catalog_object(obj, path)
+
+    # -- reading ------------------------------------------------------------------
+
+    def _fetch(self, sql: str, params) -> list[tuple]:
+        with search_connection(self) as conn:
+            with conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(sql, params)
+                return cur.fetchall()
+
+    def _load_metadata(self, zoids: list[int]) -> dict:
+        rows = self._fetch("SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s)", [zoids])
+        return {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
+
+    def _search(self, query: dict):
+        """ZCatalog's search over a merged query dict."""
+        defs = self._index_defs()
+        lexicons = self._lexicons()
+        stmt = build(query, defs, lexicons)
+        if stmt is None:
+            return LazyCat([])
+        add_sort(stmt, sort_spec(query, defs))
+
+        b_start = int(query.get("b_start", 0) or 0)
+        b_size = query.get("b_size")
+        b_size = None if b_size is None else int(b_size)
+        limit = query.get("sort_limit", query.get("sort-limit"))
+        limit = None if limit in (None, "") else int(limit)
+        if b_size is not None:
+            limit = b_start + b_size
+        elif limit:
+            b_size = limit
+
+        order = [*stmt.order, "zoid"] if (stmt.order or b_size is not None) else []
+        sql = f"SELECT zoid, path{{count}} FROM object_state WHERE {stmt.where_sql()}"
+        if order:
+            sql += " ORDER BY " + ", ".join(order)
+        params = [*stmt.params, *stmt.order_params]
+
+        python_slice = None
+        if b_size is None:
+            rows = self._fetch(sql.format(count=""), params)
+            return self._results(rows, len(rows))
+        if b_start >= 0 and b_size >= 0 and limit >= 0:
+            stop = min(b_start + b_size, limit)
+            offset, count = b_start, max(0, stop - b_start)
+        else:
+            # Python slice semantics (negative starts) on the first `limit` rows
+            python_slice = slice(b_start, b_start + b_size)
+            offset, count = 0, limit if limit > 0 else None
+        sql = sql.format(count=", count(*) OVER ()")
+        if count is not None:
+            sql += " LIMIT %s"
+            params.append(count)
+        if offset:
+            sql += " OFFSET %s"
+            params.append(offset)
+        rows = self._fetch(sql, params)
+        if rows:
+            total = rows[0][2]
+        else:
+            total = self._fetch(f"SELECT count(*) FROM object_state WHERE {stmt.where_sql()}", stmt.params)[0][0]
+        rows = [(zoid, path) for zoid, path, _ in rows]
+        if python_slice is not None:
+            rows = rows[python_slice]
+        return self._results(rows, total)
+
+    def _results(self, rows, total):
+        columns = self._pgc_columns
+        tool = self
+
+        def wrap(brain):
+            return brain.__of__(tool)
+
+        return CatalogResults(rows, total, columns, self._load_metadata, wrap)
+
+    def _listAllowedRolesAndUsers(self, user) -> list[str]:
+        result = user.getRoles()
+        if "Anonymous" in result:
+            return ["Anonymous"]
+        result = list(result)
+        if hasattr(aq_base(user), "getGroups"):
+            result += [f"user:{group}" for group in user.getGroups()]
+        result.insert(0, f"user:{user.getId()}")
+        result.append("Anonymous")
+        return result
+
+    def allow_inactive(self, query_kw) -> bool:
+        """CMFPlone's rule: the permission site-wide, or on every queried path."""
+        if _checkPermission(AccessInactivePortalContent, self):
+            return True
+        paths = query_kw.get("path", False)
+        if not paths:
+            return False
+        if isinstance(paths, dict):
+            paths = paths.get("query", [])
+        if isinstance(paths, str):
+            paths = [paths]
+        site = getSite()
+        objs = []
+        for path in list(paths):
+            try:
+                site_path = "/".join(site.getPhysicalPath())
+                parts = path[len(site_path) + 1 :].split("/")
+                parent = site.unrestrictedTraverse("/".join(parts[:-1]))
+                objs.append(parent.restrictedTraverse(parts[-1]))
+            except Exception:
+                continue
+        return bool(objs) and all(_checkPermission(AccessInactivePortalContent, o) for o in objs)
+
+    @security.protected(SearchZCatalog)
+    def searchResults(self, query=None, **kw):
+        """Search as the current user: Plone's security terms always apply."""
+        processQueue()
+        kw = kw.copy()
+        show_inactive = kw.get("show_inactive")
+        if show_inactive is None and isinstance(query, dict):
+            show_inactive = query.get("show_inactive")
+        if show_inactive is None:
+            show_inactive = self.allow_inactive(kw)
+        user = _getAuthenticatedUser(self)
+        kw["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(user)
+        if not show_inactive:
+            kw["effectiveRange"] = DateTime()
+        sort_on = kw.get("sort_on") or []
+        if isinstance(sort_on, str):
+            sort_on = [sort_on]
+        valid = self._index_defs()
+        try:
+            sort_on = [name for name in sort_on if name in valid]
+        except TypeError:
+            sort_on = []
+        if sort_on:
+            kw["sort_on"] = sort_on
+        else:
+            kw.pop("sort_on", None)
+        return self._search(merge_query(query, **kw))
+
+    __call__ = searchResults
+
+    @security.private
+    def unrestrictedSearchResults(self, REQUEST=None, **kw):
+        processQueue()
+        return self._search(merge_query(REQUEST, **kw))
+
+    @security.private
+    def _unrestrictedSearchResults(self, REQUEST=None, **kw):
+        return self._search(merge_query(REQUEST, **kw))
+
+    @security.protected(SearchZCatalog)
+    def search(self, query_request, sort_index=None, reverse=0, limit=None, merge=1):
+        processQueue()
+        query = dict(query_request)
+        user = _getAuthenticatedUser(self)
+        query["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(user)
+        if not self.allow_inactive(query):
+            query["effectiveRange"] = DateTime()
+        if sort_index is not None:
+            query["sort_on"] = getattr(sort_index, "getId", lambda: sort_index)()
+            query["sort_order"] = "reverse" if reverse else ""
+        if limit is not None:
+            query["sort_limit"] = limit
+        return self._search(query)
+
+    @security.private
+    def getCounter(self) -> int:
+        processQueue()
+        return self._fetch("SELECT value FROM pgcatalog_counter WHERE id = 1", [])[0][0]
+
+    @security.protected(SearchZCatalog)
+    def getpath(self, rid):
+        rows = self._fetch(f"SELECT path FROM object_state WHERE zoid = %s AND {CATALOGED}", [rid])
+        if not rows:
+            raise KeyError(rid)
+        return rows[0][0]
+
+    @security.protected(SearchZCatalog)
+    def getrid(self, path, default=None):
+        rows = self._fetch(f"SELECT zoid FROM object_state WHERE path = %s AND {CATALOGED}", [path])
+        return rows[0][0] if rows else default
+
+    @security.protected(SearchZCatalog)
+    def getobject(self, rid, REQUEST=None):
+        return self.unrestrictedTraverse(self.getpath(rid))
+
+    @security.protected(SearchZCatalog)
+    def uniqueValuesFor(self, name):
+        index = self._index_defs().get(name)
+        if index is None:
+            raise CatalogError(f"Unknown index: {name!r}")
+        if index.kind in (r.KEYWORD,):
+            sql = (
+                f"SELECT DISTINCT e FROM object_state, jsonb_array_elements_text({index.expression()}) AS e "
+                f"WHERE {CATALOGED} ORDER BY 1"
+            )
+        elif index.kind in (r.FIELD, r.UUID):
+            sql = f"SELECT DISTINCT idx->>{index.key} FROM object_state WHERE {CATALOGED} AND idx ? %s ORDER BY 1"
+            return tuple(v for (v,) in self._fetch(sql, [index.name]))
+        else:
+            raise CatalogError(f"uniqueValuesFor is not supported for {index.kind} {name!r}")
+        return tuple(v for (v,) in self._fetch(sql, []))
+
+    def __len__(self):
+        return self._fetch(f"SELECT count(*) FROM object_state WHERE {CATALOGED}", [])[0][0]
+
+    def __bool__(self):
+        return True
+
+
+InitializeClass(PGCatalogTool)

@@ -1,0 +1,163 @@
+"""Conversions between Python values and what the catalog stores.
+
+Index values become plain JSON (dates as ZCatalog's integer minutes, so
+ranges and sorting agree with ZCatalog to the minute).  Metadata must come
+back as the very Python objects ZCatalog would hand out (DateTime, tuples,
+i18n messages), so it is encoded as JSON with small type tags.
+"""
+
+from __future__ import annotations
+
+from DateTime import DateTime
+from datetime import date
+from datetime import datetime
+from datetime import UTC
+from zope.i18nmessageid import Message
+
+import base64
+import math
+import pickle
+import time
+
+
+# ZCatalog keeps DateIndex values as 32-bit ints (DateIndex.MAX32).
+MAX32 = 2**31 - 1
+
+# DateRangeIndex treats values outside these bounds as "no value".
+RANGE_FLOOR = None  # set lazily from minutes(DateTime("1000/01/01"))
+RANGE_CEILING = None
+
+
+def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
+    """Return ZCatalog's DateIndex integer for *value*, or None.
+
+    The integer is ``((((year*12+month)*31+day)*24+hour)*60+minute)`` in
+    UTC, the representation DateIndex sorts and compares, so our ranges are
+    minute-truncated exactly like ZCatalog's.  Accepts DateTime, datetime,
+    date, epoch int/float and date strings, as DateIndex does.
+    """
+    if isinstance(value, DateTime):
+        parts = value.toZone("UTC").parts()
+    elif isinstance(value, bool):
+        return None
+    elif isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            return None
+        parts = time.gmtime(value)
+    elif isinstance(value, str) and value:
+        parts = DateTime(value).toZone("UTC").parts()
+    elif isinstance(value, datetime):
+        if value.tzinfo is None and naive_as_local:
+            value = value.astimezone()  # interpret as server local time
+        parts = value.utctimetuple()
+    elif isinstance(value, date):
+        parts = value.timetuple()
+    else:
+        return None
+    year, month, day, hour, minute = (int(p) for p in parts[:5])
+    result = (((year * 12 + month) * 31 + day) * 24 + hour) * 60 + minute
+    if precision > 1:
+        result -= result % precision
+    if result > MAX32:
+        raise OverflowError(f"{value!r} is not within the range of indexable dates")
+    return result
+
+
+def range_bounds() -> tuple[int, int]:
+    """DateRangeIndex's floor and ceiling (years 1000 and 2499) as minutes."""
+    global RANGE_FLOOR, RANGE_CEILING
+    if RANGE_FLOOR is None:
+        RANGE_FLOOR = date_minutes(DateTime("1000/01/01 00:00:00 UTC"))
+        RANGE_CEILING = date_minutes(DateTime("2499/12/31 00:00:00 UTC"))
+    return RANGE_FLOOR, RANGE_CEILING
+
+
+# -- metadata -----------------------------------------------------------------
+#
+# Tags are one-key objects whose key starts with "~"; a real dict with such a
+# single key is wrapped so it cannot be mistaken for a tag.
+
+_TUPLE = "~t"
+_DATETIME = "~D"
+_PYDATETIME = "~dt"
+_DATE = "~d"
+_MESSAGE = "~m"
+_PICKLE = "~p"
+_DICT = "~o"
+_FLOAT = "~f"
+
+
+def encode_metadata(value):
+    """Return a JSON-ready form of a metadata value that decodes to an equal,
+    same-typed value."""
+    if value is None or isinstance(value, (bool, int, str)):
+        if isinstance(value, Message):
+            return {
+                _MESSAGE: [
+                    str(value),
+                    value.domain,
+                    value.default,
+                    encode_metadata(dict(value.mapping or {})),
+                ]
+            }
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+            return _pickled(value)
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {_FLOAT: repr(value)}
+    if isinstance(value, DateTime):
+        return {_DATETIME: list(value.__getstate__())}
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.tzinfo is UTC:
+            return {_PYDATETIME: [value.isoformat(), value.tzinfo is not None]}
+        return _pickled(value)
+    if isinstance(value, date):
+        return {_DATE: value.isoformat()}
+    if isinstance(value, list):
+        return [encode_metadata(v) for v in value]
+    if isinstance(value, tuple) and type(value) is tuple:
+        return {_TUPLE: [encode_metadata(v) for v in value]}
+    if type(value) is dict and all(isinstance(k, str) for k in value):
+        encoded = {k: encode_metadata(v) for k, v in value.items()}
+        if len(encoded) == 1 and next(iter(encoded)).startswith("~"):
+            return {_DICT: encoded}
+        return encoded
+    return _pickled(value)
+
+
+def _pickled(value):
+    return {_PICKLE: base64.b64encode(pickle.dumps(value, protocol=4)).decode("ascii")}
+
+
+def decode_metadata(value):
+    """Inverse of :func:`encode_metadata`."""
+    if isinstance(value, list):
+        return [decode_metadata(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        key, inner = next(iter(value.items()))
+        if key == _TUPLE:
+            return tuple(decode_metadata(v) for v in inner)
+        if key == _DATETIME:
+            result = DateTime.__new__(DateTime)
+            result.__setstate__(tuple(inner))
+            return result
+        if key == _PYDATETIME:
+            text, aware = inner
+            result = datetime.fromisoformat(text)
+            return result
+        if key == _DATE:
+            return date.fromisoformat(inner)
+        if key == _MESSAGE:
+            msgid, domain, default, mapping = inner
+            return Message(msgid, domain=domain, default=default, mapping=decode_metadata(mapping) or None)
+        if key == _FLOAT:
+            return float(inner)
+        if key == _PICKLE:
+            return pickle.loads(base64.b64decode(inner))
+        if key == _DICT:
+            return {k: decode_metadata(v) for k, v in inner.items()}
+    return {k: decode_metadata(v) for k, v in value.items()}
