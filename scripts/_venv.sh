@@ -9,7 +9,7 @@ python_ok() {
 
 find_python() {
     local cand
-    for cand in "${PYTHON:-}" python3.13 python3.12 python3 python; do
+    for cand in "${PYTHON:-}" python3.12 python3.13 python3 python; do
         [ -n "$cand" ] || continue
         if command -v "$cand" >/dev/null 2>&1 && python_ok "$cand"; then
             command -v "$cand"

@@ -1,0 +1,145 @@
+"""The write path: catalog rows follow the ZODB transaction."""
+
+from helpers import relpaths
+from plone import api
+from plone.app.testing import login
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from unittest import mock
+
+import psycopg
+import transaction
+import unittest
+
+
+class WriteTest(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.catalog = self.portal.portal_catalog
+        self.dsn = storage_dsn(self.portal)
+
+    def rows(self):
+        """Catalog rows as committed, read on a separate connection."""
+        with psycopg.connect(self.dsn) as conn:
+            return dict(conn.execute("SELECT path, idx->>'Title' FROM object_state WHERE idx IS NOT NULL"))
+
+    def find(self, **query):
+        return relpaths(self.portal, self.catalog.unrestrictedSearchResults(**query))
+
+    def test_commit_writes_rows_with_objects(self):
+        api.content.create(container=self.portal, type="Document", id="d1", title="First")
+        self.assertNotIn("/plone/d1", self.rows())
+        transaction.commit()
+        self.assertIn("/plone/d1", self.rows())
+        with psycopg.connect(self.dsn) as conn:
+            # the catalog row is the object's own row
+            cls, state_title = conn.execute(
+                "SELECT class_name, state->>'title' FROM object_state WHERE path = '/plone/d1'"
+            ).fetchone()
+        self.assertEqual((cls, state_title), ("Document", "First"))
+
+    def test_abort_leaves_catalog_as_it_was(self):
+        before = self.rows()
+        api.content.create(container=self.portal, type="Document", id="d2", title="Second")
+        transaction.abort()
+        self.assertEqual(before, self.rows())
+        self.assertEqual(self.find(id="d2"), [])
+
+    def test_savepoint_rollback_restores_pending(self):
+        api.content.create(container=self.portal, type="Document", id="kept", title="Kept")
+        savepoint = transaction.savepoint()
+        api.content.create(container=self.portal, type="Document", id="dropped", title="Dropped")
+        self.catalog.unrestrictedSearchResults(id="dropped")  # flushes the queue
+        savepoint.rollback()
+        transaction.commit()
+        rows = self.rows()
+        self.assertIn("/plone/kept", rows)
+        self.assertNotIn("/plone/dropped", rows)
+
+    def test_failed_commit_writes_nothing(self):
+        api.content.create(container=self.portal, type="Document", id="doomed", title="Doomed")
+        from plone.pgcatalog import processor
+
+        with mock.patch.object(processor, "row_params", side_effect=RuntimeError("boom")):
+            with self.assertRaises(RuntimeError):
+                transaction.commit()
+        transaction.abort()
+        self.assertNotIn("/plone/doomed", self.rows())
+
+    def test_edit_workflow_move_delete(self):
+        doc = api.content.create(container=self.portal, type="Document", id="d3", title="Third")
+        folder = api.content.create(container=self.portal, type="Folder", id="f", title="F")
+        transaction.commit()
+        doc.title = "Edited"
+        doc.reindexObject()
+        transaction.commit()
+        self.assertEqual(self.rows()["/plone/d3"], "'edited':1")
+        api.content.move(source=doc, target=folder)
+        transaction.commit()
+        rows = self.rows()
+        self.assertNotIn("/plone/d3", rows)
+        self.assertIn("/plone/f/d3", rows)
+        api.content.delete(obj=folder["d3"])
+        transaction.commit()
+        self.assertNotIn("/plone/f/d3", self.rows())
+        self.assertEqual(self.find(portal_type="Document", path="/plone/f"), [])
+
+    def test_partial_reindex_updates_only_named_indexes(self):
+        doc = api.content.create(container=self.portal, type="Document", id="d4", title="Fourth")
+        transaction.commit()
+        doc.title = "Changed but not reindexed"
+        doc.exclude_from_nav = True
+        self.catalog.catalog_object(doc, idxs=["exclude_from_nav"], update_metadata=0)
+        transaction.commit()
+        self.assertEqual(self.find(exclude_from_nav=True), ["/d4"])
+        self.assertEqual(self.rows()["/plone/d4"], "'fourth':1")
+        brain = self.catalog.unrestrictedSearchResults(id="d4")[0]
+        self.assertEqual(brain.Title, "Fourth")
+
+    def catalog_closure(self, conn):
+        """zoids of the tool and every persistent object reachable from it."""
+        zoid = int.from_bytes(self.catalog.aq_base._p_oid, "big")
+        return {
+            z
+            for (z,) in conn.execute(
+                "WITH RECURSIVE reach(zoid) AS (SELECT %s::bigint UNION "
+                "SELECT unnest(o.refs) FROM object_state o JOIN reach r ON o.zoid = r.zoid) "
+                "SELECT zoid FROM reach",
+                (zoid,),
+            )
+        }
+
+    def test_no_catalog_objects_in_zodb(self):
+        """A new document stores no catalog object: nothing stored in its
+        transaction belongs to the catalog tool, and the tool holds no
+        index objects or BTrees at all."""
+        transaction.commit()
+        with psycopg.connect(self.dsn) as conn:
+            before = conn.execute("SELECT max(tid) FROM transaction_log").fetchone()[0]
+        api.content.create(container=self.portal, type="Document", id="counted", title="Counted")
+        transaction.commit()
+        with psycopg.connect(self.dsn) as conn:
+            stored = dict(
+                conn.execute(
+                    "SELECT zoid, class_mod || '.' || class_name FROM object_state WHERE tid > %s",
+                    (before,),
+                ).fetchall()
+            )
+            closure = self.catalog_closure(conn)
+            closure_classes = [
+                c
+                for (c,) in conn.execute(
+                    "SELECT class_mod || '.' || class_name FROM object_state WHERE zoid = ANY(%s)",
+                    (list(closure),),
+                )
+            ]
+        self.assertTrue(any(c.endswith(".Document") for c in stored.values()), stored)
+        self.assertEqual(set(stored) & closure, set())
+        catalog_btrees = [c for c in closure_classes if c.startswith("BTrees.") and "Length" not in c]
+        # Only the (empty) word BTrees of the ZCTextIndex lexicons, created once at install
+        self.assertLessEqual(len(catalog_btrees), 3 * len(self.catalog._lexicons()), closure_classes)
+        self.assertEqual({o.meta_type for o in self.catalog.objectValues()}, {"ZCTextIndex Lexicon"})
