@@ -4,7 +4,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 
 python_ok() {
-    "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1
+    # 3.12+, but not CPython 3.13.0: its read-only Pickler.persistent_id
+    # breaks CMFEditions (fixed in 3.13.1).
+    "$1" -c 'import sys; v = sys.version_info[:3]; sys.exit(v < (3, 12) or v == (3, 13, 0))' >/dev/null 2>&1
 }
 
 find_python() {

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from Acquisition import aq_base
 from DateTime import DateTime
+from DateTime.interfaces import DateError
+from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
+from DateTime.interfaces import TimeError
 from Missing import MV
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.values import date_minutes
@@ -108,7 +111,7 @@ def date_value(obj, index: r.IndexDef):
                 naive_as_local=index.options.get("naive_as_local", True),
                 precision=index.options.get("precision", 0),
             )
-        except (OverflowError, ValueError, TypeError, DateTime.SyntaxError):
+        except (OverflowError, ValueError, TypeError, DateTimeSyntaxError, DateError, TimeError):
             logger.warning("%s: cannot index %r as a date", index.name, datum)
             continue
         if converted is not None:

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from DateTime import DateTime
+from DateTime.interfaces import DateError
+from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
+from DateTime.interfaces import TimeError
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.extraction import range_minutes
 from plone.pgcatalog.schema import CATALOGED
@@ -130,7 +133,7 @@ def _scalar(index: r.IndexDef, value):
                 naive_as_local=index.options.get("naive_as_local", True),
                 precision=index.options.get("precision", 0),
             )
-        except (DateTime.SyntaxError, DateTime.DateError, DateTime.TimeError, ValueError) as exc:
+        except (DateTimeSyntaxError, DateError, TimeError, ValueError) as exc:
             raise ValueError(f"index {index.name!r}: cannot read {value!r} as a date") from exc
         if converted is None:
             raise ValueError(f"index {index.name!r}: cannot read {value!r} as a date")

@@ -1,0 +1,125 @@
+"""Lazy results, connections and bad input."""
+
+from plone import api
+from plone.app.testing import login
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import connection
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.tool import PGCatalogTool
+from Products.ZCatalog.ZCatalog import CatalogError
+from Products.ZCTextIndex.ParseTree import ParseError
+from unittest import mock
+from ZPublisher.pubevents import PubSuccess
+from zope.event import notify
+from zope.globalrequest import setRequest
+
+import os
+import transaction
+import unittest
+
+
+class ReadTest(unittest.TestCase):
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.catalog = self.portal.portal_catalog
+        self.create(30)
+
+    def create(self, count):
+        folder = self.portal.get("many") or api.content.create(
+            container=self.portal, type="Folder", id="many", title="Many"
+        )
+        for i in range(len(folder), count):
+            folder.invokeFactory("Document", f"d{i:04d}", title=f"Doc {i:04d}")
+        transaction.commit()
+
+    def count_metadata_queries(self):
+        calls = []
+        original = PGCatalogTool._load_metadata
+
+        def spy(tool, zoids):
+            calls.append(len(zoids))
+            return original(tool, zoids)
+
+        return calls, mock.patch.object(PGCatalogTool, "_load_metadata", spy)
+
+    def test_lazy_metadata(self):
+        self.create(1000)
+        calls, patch = self.count_metadata_queries()
+        with patch:
+            results = self.catalog(portal_type="Document", sort_on="sortable_title")
+            self.assertEqual(len(results), 1000)
+            paths = [b.getPath() for b in results[:10]]
+            self.assertEqual(paths[0], "/plone/many/d0000")
+            self.assertEqual(calls, [])  # no metadata touched, no metadata query
+            self.assertEqual(results[500].Title, "Doc 0500")
+            self.assertEqual(len(calls), 1)  # one query, for a window
+            self.assertLess(calls[0], 1000)
+            self.assertEqual(results[501].Title, "Doc 0501")  # same window
+            self.assertEqual(len(calls), 1)
+            titles = [b.Title for b in results]
+            self.assertEqual(titles[999], "Doc 0999")
+            self.assertLessEqual(len(calls), 12)  # bounded for the whole walk
+
+    def test_batch_and_counts(self):
+        results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=20, b_size=10)
+        self.assertEqual(len(results), 10)
+        self.assertEqual(results.actual_result_count, 30)
+        self.assertEqual(results[0].getId, "d0020")
+        results = self.catalog(portal_type="Document", sort_on="sortable_title", sort_limit=5)
+        self.assertEqual(len(results), 5)
+        self.assertEqual(results.actual_result_count, 30)
+        brain = results[0]
+        self.assertEqual(brain.getRID(), self.catalog.getrid(brain.getPath()))
+        self.assertEqual(self.catalog.getpath(brain.getRID()), brain.getPath())
+        self.assertEqual(brain.getObject(), self.portal.many.d0000)
+        self.assertTrue(brain.getURL().endswith("/plone/many/d0000"))
+        # unknown metadata names are not attributes; known but missing ones are Missing.Value
+        from Acquisition import aq_base
+        from Missing import MV
+
+        self.assertFalse(hasattr(aq_base(brain), "no_such_column"))
+        self.assertIs(brain.getRemoteUrl, MV)
+
+    def test_request_reuses_one_connection(self):
+        request = self.layer["request"]
+        setRequest(request)
+        with mock.patch.dict(os.environ, {connection.READ_DSN_ENV: connection.storage_dsn(self.portal)}):
+            self.catalog(portal_type="Document", sort_limit=1)
+            first = connection.held_connection()
+            self.assertIsNotNone(first)
+            self.catalog(portal_type="Folder")
+            self.catalog.unrestrictedSearchResults(id="many")
+            self.assertIs(connection.held_connection(), first)
+            notify(PubSuccess(request))
+            self.assertIsNone(connection.held_connection())
+            pool = connection.get_pool(connection.storage_dsn(self.portal))
+            self.assertEqual(pool.get_stats().get("requests_waiting", 0), 0)
+        setRequest(None)
+
+    def test_bad_input(self):
+        catalog = self.catalog
+        with self.assertRaises(ParseError):
+            catalog(SearchableText="doc AND")
+        with self.assertRaises(ValueError):
+            catalog(portal_type={"query": "Document", "bogus": 1})
+        with self.assertRaises(ValueError):
+            catalog(Subject={"query": "x", "operator": "xor"})
+        with self.assertRaises(CatalogError):
+            catalog.unrestrictedSearchResults(portal_type="Document", sort_on="no_such_index")
+        with self.assertRaises(CatalogError):
+            catalog(portal_type="Document", sort_on="SearchableText")
+        with self.assertRaises(ValueError):
+            catalog(portal_type="Doc\x00ument")
+        with self.assertRaises(ValueError):
+            catalog(created={"query": "not a date at all", "range": "min"})
+        with self.assertRaises(ValueError):
+            catalog(portal_type="\udcff")
+        # the snapshot connection is still usable after the errors
+        self.assertEqual(len(catalog(id="many")), 1)
+        # SQL in a value is a value
+        self.assertEqual(len(catalog(portal_type="Document' OR '1'='1")), 0)
+        self.assertEqual(len(catalog(id="many", sort_on="sortable_title", b_start=-5, b_size=3)), 0)
+        self.assertEqual(len(catalog(portal_type="Document")), 30)
