@@ -31,7 +31,11 @@ _local = threading.local()
 
 def storage_instance(obj):
     """The zodb-pgjsonb storage instance behind *obj*'s ZODB connection."""
-    jar = getattr(obj, "_p_jar", None)
+    jar = None
+    for holder in getattr(obj, "aq_chain", (obj,)):
+        jar = getattr(holder, "_p_jar", None)
+        if jar is not None:
+            break  # a tool added in this transaction has no jar yet: use its parent's
     # After a savepoint ZODB swaps in a TmpStore; the real one stays here.
     storage = getattr(jar, "_normal_storage", None) or getattr(jar, "_storage", None)
     if storage is None or not hasattr(storage, "pg_connection"):

@@ -486,6 +486,12 @@ class PGCatalogTool(UniqueObject, Folder):
             raise CatalogError(f"uniqueValuesFor is not supported for {index.kind} {name!r}")
         return tuple(v for (v,) in self._fetch(sql, []))
 
+    @property
+    def Indexes(self):
+        from plone.pgcatalog.indexes import IndexesMapping
+
+        return IndexesMapping(self)
+
     def __len__(self):
         return self._fetch(f"SELECT count(*) FROM object_state WHERE {CATALOGED}", [])[0][0]
 

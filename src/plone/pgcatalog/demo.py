@@ -1,0 +1,155 @@
+"""The demo: a Plone site with plone.pgcatalog on http://localhost:8080.
+
+``python -m plone.pgcatalog.demo`` (or ``scripts/demo``) stores everything
+in ``var/``: an embedded PostgreSQL (``pgserver``) unless ``PGCATALOG_DSN``
+names a database.  The first run creates the site ``Plone`` with some
+content; later runs reuse it.  Log in as admin / admin.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import argparse
+import os
+import sys
+
+
+SITE_ZCML = """<configure xmlns="http://namespaces.zope.org/zope"
+           xmlns:meta="http://namespaces.zope.org/meta"
+           xmlns:five="http://namespaces.zope.org/five">
+  <include package="Zope2.App" />
+  <include package="Products.Five" />
+  <meta:redefinePermission from="zope2.Public" to="zope.Public" />
+  <five:loadProducts file="meta.zcml"/>
+  <five:loadProducts />
+  <five:loadProductsOverrides />
+  <include package="plone.pgcatalog" />
+  <securityPolicy component="AccessControl.security.SecurityPolicy" />
+</configure>
+"""
+
+ZOPE_CONF = """%define INSTANCE {var}
+instancehome $INSTANCE
+clienthome $INSTANCE
+debug-mode off
+security-policy-implementation C
+verbose-security off
+default-zpublisher-encoding utf-8
+<environment>
+    zope_i18n_compile_mo_files true
+</environment>
+%import zodb_pgjsonb
+<zodb_db main>
+    cache-size 30000
+    <pgjsonb>
+        dsn {dsn}
+    </pgjsonb>
+    mount-point /
+</zodb_db>
+"""
+
+DEMO_CONTENT = [
+    ("Folder", "pgcatalog-news", "Catalog news", "What happened lately"),
+    ("News Item", "pgcatalog-news/catalog-on-postgresql", "The catalog moved to PostgreSQL", "Searches run as SQL"),
+    ("News Item", "pgcatalog-news/faster-listings", "Faster listings", "Metadata is loaded only for what is shown"),
+    ("Folder", "pgcatalog-docs", "Documentation", "How to use plone.pgcatalog"),
+    ("Document", "pgcatalog-docs/install", "Install", "One GenericSetup profile replaces portal_catalog"),
+    ("Document", "pgcatalog-docs/queries", "Queries", "Every ZCatalog query form becomes one SQL statement"),
+    ("Event", "events-demo", "Catalog sprint", "A week of indexes and queries"),
+]
+
+
+def pg_dsn(var: Path) -> str:
+    dsn = os.environ.get("PGCATALOG_DSN")
+    if dsn:
+        return dsn
+    import pgserver
+
+    server = pgserver.get_server(var / "pgdata", cleanup_mode=None)
+    return server.get_uri()
+
+
+def create_site(app) -> None:
+    from plone import api
+    from Products.CMFPlone.factory import addPloneSite
+    from zope.component.hooks import setSite
+
+    import transaction
+
+    if "admin" not in app.acl_users.getUserNames():
+        app.acl_users._doAddUser("admin", "admin", ["Manager"], [])
+    if "Plone" in app.objectIds():
+        return
+    from AccessControl.SecurityManagement import newSecurityManager
+
+    newSecurityManager(None, app.acl_users.getUser("admin").__of__(app.acl_users))
+    site = addPloneSite(
+        app,
+        "Plone",
+        title="plone.pgcatalog demo",
+        setup_content=True,
+        default_language="en",
+        extension_ids=(
+            "plone.app.contenttypes:default",
+            "plone.app.contenttypes:plone-content",
+            "plonetheme.barceloneta:default",
+            "plone.pgcatalog:default",
+        ),
+    )
+    setSite(site)
+    for portal_type, path, title, description in DEMO_CONTENT:
+        parent_path, _, obj_id = path.rpartition("/")
+        parent = site.unrestrictedTraverse(parent_path) if parent_path else site
+        obj = api.content.create(
+            container=parent, type=portal_type, id=obj_id, title=title, description=description
+        )
+        api.content.transition(obj=obj, transition="publish")
+    transaction.commit()
+    print(f"Created the site with {len(site.portal_catalog)} cataloged items.")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--var", default=os.environ.get("PGCATALOG_VAR", "var"))
+    parser.add_argument("--setup-only", action="store_true", help="create the site, do not serve")
+    args = parser.parse_args(argv)
+
+    var = Path(args.var).resolve()
+    var.mkdir(parents=True, exist_ok=True)
+    dsn = pg_dsn(var)
+    (var / "etc").mkdir(exist_ok=True)
+    (var / "etc" / "site.zcml").write_text(SITE_ZCML)
+    conf = var / "zope.conf"
+    conf.write_text(ZOPE_CONF.format(var=var, dsn=dsn))
+
+    from Zope2.Startup.run import make_wsgi_app
+
+    import Zope2
+
+    wsgi_app = make_wsgi_app({}, str(conf))
+    import transaction
+    from Testing.makerequest import makerequest
+    from zope.globalrequest import setRequest
+
+    app = makerequest(Zope2.app())
+    setRequest(app.REQUEST)
+    try:
+        create_site(app)
+    finally:
+        transaction.abort()
+        setRequest(None)
+        app._p_jar.close()
+    if args.setup_only:
+        return 0
+    import waitress
+
+    print(f"Serving http://localhost:{args.port}/Plone (admin / admin)")
+    waitress.serve(wsgi_app, host=args.host, port=args.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Read-only index objects answered from PostgreSQL.
+
+Plone code reaches into ``catalog.Indexes[name]`` (plone.app.uuid reads
+``_index.get(uid)``; type counts call ``uniqueValues(withLengths=True)``).
+These small views give those calls their ZCatalog answers from SQL.
+"""
+
+from __future__ import annotations
+
+from plone.pgcatalog import registry as r
+
+
+class _ForwardIndex:
+    """``index._index``: value → record id, for unique (UUID) indexes."""
+
+    def __init__(self, view):
+        self._view = view
+
+    def get(self, value, default=None):
+        rids = self._view._rids(value)
+        return rids[0] if rids else default
+
+
+class IndexView:
+    def __init__(self, tool, index: r.IndexDef):
+        self._tool = tool
+        self._def = index
+        self.id = index.name
+        self.meta_type = index.kind
+        self.query_options = index.query_options
+        self._index = _ForwardIndex(self)
+
+    def getId(self):
+        return self.id
+
+    def _rids(self, value):
+        if self._def.kind in (r.FIELD, r.UUID):
+            return [
+                zoid
+                for (zoid,) in self._tool._fetch(
+                    f"SELECT zoid FROM object_state WHERE idx IS NOT NULL AND {self._def.expression()} = %s",
+                    [value],
+                )
+            ]
+        results = self._tool._unrestrictedSearchResults({self.id: value})
+        return [brain.getRID() for brain in results]
+
+    def query_index(self, record, resultset=None):
+        keys = getattr(record, "keys", None) or []
+        rids = []
+        for key in keys:
+            rids.extend(self._rids(key))
+        return rids
+
+    def uniqueValues(self, name=None, withLengths=False):
+        values = self._tool.uniqueValuesFor(self.id)
+        if not withLengths:
+            return values
+        return tuple((v, len(self._rids(v))) for v in values)
+
+
+class IndexesMapping:
+    """``catalog.Indexes``: index views by name."""
+
+    def __init__(self, tool):
+        self._tool = tool
+
+    def __getitem__(self, name):
+        index = self._tool._index_defs().get(name)
+        if index is None:
+            raise KeyError(name)
+        return IndexView(self._tool, index)
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name):
+        return name in self._tool._index_defs()
+
+    def keys(self):
+        return list(self._tool._index_defs())
