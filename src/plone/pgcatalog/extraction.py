@@ -17,7 +17,6 @@ from Missing import MV
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import encode_metadata
-from plone.pgcatalog.values import range_bounds
 
 import logging
 import re
@@ -281,4 +280,4 @@ def metadata(obj, columns) -> dict:
     return meta
 
 
-__all__ = ["extract", "metadata", "range_bounds"]
+__all__ = ["extract", "metadata"]

@@ -23,11 +23,6 @@ import time
 # ZCatalog keeps DateIndex values as 32-bit ints (DateIndex.MAX32).
 MAX32 = 2**31 - 1
 
-# DateRangeIndex treats values outside these bounds as "no value".
-RANGE_FLOOR = None  # set lazily from minutes(DateTime("1000/01/01"))
-RANGE_CEILING = None
-
-
 def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
     """Return ZCatalog's DateIndex integer for *value*, or None.
 
@@ -61,15 +56,6 @@ def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
     if result > MAX32:
         raise OverflowError(f"{value!r} is not within the range of indexable dates")
     return result
-
-
-def range_bounds() -> tuple[int, int]:
-    """DateRangeIndex's floor and ceiling (years 1000 and 2499) as minutes."""
-    global RANGE_FLOOR, RANGE_CEILING
-    if RANGE_FLOOR is None:
-        RANGE_FLOOR = date_minutes(DateTime("1000/01/01 00:00:00 UTC"))
-        RANGE_CEILING = date_minutes(DateTime("2499/12/31 00:00:00 UTC"))
-    return RANGE_FLOOR, RANGE_CEILING
 
 
 # -- metadata -----------------------------------------------------------------
