@@ -50,6 +50,7 @@ def queries(site):
         {"path": {"query": root, "depth": 2}, "sort_on": "sortable_title"},
         {"path": {"query": [root + "/item-000", root + "/item-001"], "depth": -1}, "sort_on": "sortable_title"},
         {"path": root + "/nonexistent"},
+        {"path": root, "sort_on": "path", "sort_order": "reverse"},
         {"created": {"query": now - 1, "range": "min"}, "sort_on": "sortable_title"},
         {"created": {"query": [now + 1, now - 1], "range": "min:max"}, "sort_on": "sortable_title"},
         {"modified": {"query": now + 1, "range": "max"}, "sort_on": "sortable_title"},

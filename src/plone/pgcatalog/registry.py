@@ -80,8 +80,9 @@ class IndexDef:
 
     @property
     def sortable(self) -> bool:
-        """ZCatalog sorts only on indexes with a ``documentToKeyMap``."""
-        return self.kind in (FIELD, DATE, BOOLEAN, UUID, GOPIP, KEYWORD, DATE_RECURRING)
+        """ZCatalog sorts only on indexes with a ``documentToKeyMap``
+        (a path index maps documents to their path strings)."""
+        return self.kind in (FIELD, DATE, BOOLEAN, UUID, GOPIP, KEYWORD, DATE_RECURRING, PATH)
 
     @property
     def key(self) -> str:

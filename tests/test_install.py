@@ -1,0 +1,138 @@
+"""Installing the profile on a site that already has content.
+
+The stock ZCatalog site ``zplone`` gets content and two add-on indexes,
+then ``plone.pgcatalog:default``: every item must stay findable, with the
+same answers as ZCatalog gave before the swap, and no ZCatalog objects
+may be left reachable in ZODB.
+"""
+
+from Acquisition import aq_base
+from datetime import timedelta
+from DateTime import DateTime
+from helpers import build_content
+from helpers import relpaths
+from plone.app.testing import login
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
+from plone.pgcatalog.tool import PGCatalogTool
+from Products.CMFCore.interfaces import ICatalogTool
+from plone.event.interfaces import IEvent
+from plone.indexer import indexer
+from zope.component import getGlobalSiteManager
+from zope.component import getUtility
+from zope.component.hooks import setSite
+
+import psycopg
+import transaction
+import unittest
+
+
+class ExtraKeyword:
+    indexed_attrs = "Subject"
+
+
+class ExtraRecurring:
+    recurdef = "recurrence"
+    until = ""
+
+
+def snapshot(site):
+    """What the catalog answers about *site*, in comparable form."""
+    catalog = site.portal_catalog
+    root = "/".join(site.getPhysicalPath())
+    everything = catalog.unrestrictedSearchResults(path=root, sort_on="path")
+    return {
+        "paths": relpaths(site, everything),
+        "meta": {
+            brain.getPath(): (brain.Title, brain.review_state, brain.UID, brain.Subject, brain.modified)
+            for brain in everything
+        },
+        "by_uid": {brain.UID: relpaths(site, catalog.unrestrictedSearchResults(UID=brain.UID)) for brain in everything},
+        "addon_keyword": relpaths(site, catalog.unrestrictedSearchResults(my_subjects="alpha", sort_on="path")),
+        "addon_recurring": relpaths(
+            site,
+            catalog.unrestrictedSearchResults(
+                my_start={"query": DateTime() + 0.5, "range": "min"}, sort_on="path"
+            ),
+        ),
+    }
+
+
+@indexer(IEvent)
+def my_start(obj):
+    """An add-on's computed index value (an event's start, one day later)."""
+    return obj.start + timedelta(days=1)
+
+
+class InstallOnExistingSiteTest(unittest.TestCase):
+    layer = DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        getGlobalSiteManager().registerAdapter(my_start, name="my_start")
+        self.addCleanup(getGlobalSiteManager().unregisterAdapter, my_start, name="my_start")
+        self.app = self.layer["app"]
+        self.site = self.app.zplone
+        build_content(self.site, seed=11, count=30)
+        setSite(self.site)
+        login(self.app, SITE_OWNER_NAME)
+        stock = self.site.portal_catalog
+        stock.addIndex("my_subjects", "KeywordIndex", ExtraKeyword())
+        stock.addIndex("my_start", "DateRecurringIndex", ExtraRecurring())
+        stock.addColumn("my_column")
+        stock.manage_reindexIndex(["my_subjects", "my_start"])
+        transaction.commit()
+
+    def install(self):
+        self.site.portal_setup.runAllImportStepsFromProfile("profile-plone.pgcatalog:default")
+        transaction.commit()
+
+    def test_every_item_stays_findable(self):
+        before = snapshot(self.site)
+        indexes, columns = set(self.site.portal_catalog.indexes()), list(self.site.portal_catalog.schema())
+        self.assertGreater(len(before["paths"]), 30)
+        self.install()
+        catalog = self.site.portal_catalog
+        self.assertIsInstance(catalog, PGCatalogTool)
+        self.assertIs(aq_base(getUtility(ICatalogTool)), aq_base(catalog))
+        self.assertEqual(set(catalog.indexes()), indexes)
+        self.assertEqual(list(catalog.schema()), columns)
+        after = snapshot(self.site)
+        self.assertEqual(after["paths"], before["paths"])
+        self.assertEqual(after["by_uid"], before["by_uid"])
+        self.assertEqual(after["meta"], before["meta"])
+        self.assertTrue(before["addon_keyword"])
+        self.assertEqual(after["addon_keyword"], before["addon_keyword"])
+        self.assertTrue(before["addon_recurring"])
+        self.assertEqual(after["addon_recurring"], before["addon_recurring"])
+
+    def test_addon_index_definitions_round_trip(self):
+        self.install()
+        defs = self.site.portal_catalog._index_defs()
+        self.assertEqual(defs["my_subjects"].kind, "KeywordIndex")
+        self.assertEqual(defs["my_subjects"].attrs, ("Subject",))
+        self.assertEqual(defs["my_start"].kind, "DateRecurringIndex")
+        self.assertEqual(defs["my_start"].options["recurdef"], "recurrence")
+        self.assertEqual(defs["effectiveRange"].options["since_field"], "effective")
+        self.assertEqual(defs["effectiveRange"].options["until_field"], "expires")
+        self.assertEqual(defs["SearchableText"].options["lexicon_id"], "plone_lexicon")
+
+    def test_installing_twice_keeps_the_catalog(self):
+        self.install()
+        first = self.site.portal_catalog.aq_base
+        before = snapshot(self.site)
+        self.install()
+        self.assertIs(self.site.portal_catalog.aq_base, first)
+        self.assertEqual(snapshot(self.site), before)
+
+    def test_no_zcatalog_objects_left_after_pack(self):
+        self.install()
+        self.app._p_jar.db().pack()
+        with psycopg.connect(storage_dsn(self.site)) as conn:
+            left = conn.execute(
+                "SELECT class_mod, class_name, count(*) FROM object_state "
+                "WHERE class_mod LIKE 'Products.ZCatalog.%%' OR class_mod LIKE 'Products.PluginIndexes.%%' "
+                "OR class_mod LIKE 'Products.ExtendedPathIndex.%%' OR class_mod LIKE 'Products.DateRecurringIndex.%%' "
+                "OR class_mod = 'Products.CMFPlone.CatalogTool' GROUP BY 1, 2"
+            ).fetchall()
+        self.assertEqual(left, [])
