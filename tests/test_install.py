@@ -15,6 +15,7 @@ from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.interfaces import ICatalogTool
 from plone.event.interfaces import IEvent
@@ -136,3 +137,27 @@ class InstallOnExistingSiteTest(unittest.TestCase):
                 "OR class_mod = 'Products.CMFPlone.CatalogTool' GROUP BY 1, 2"
             ).fetchall()
         self.assertEqual(left, [])
+
+
+class ToolsetReimportTest(unittest.TestCase):
+    """Plone's base toolset.xml names ZCatalog's CatalogTool for
+    portal_catalog; re-importing it must not throw our catalog away."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def test_plone_toolset_reimport_keeps_catalog(self):
+        portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        catalog = aq_base(portal.portal_catalog)
+        count = len(portal.portal_catalog)
+        setup = portal.portal_setup
+        setup.runImportStepFromProfile("profile-Products.CMFPlone:plone", "toolset", run_dependencies=False)
+        transaction.commit()
+        self.assertIs(aq_base(portal.portal_catalog), catalog)
+        self.assertEqual(len(portal.portal_catalog), count)
+        self.assertEqual(
+            setup.getToolsetRegistry().getRequiredToolInfo("portal_catalog")["class"],
+            "plone.pgcatalog.tool.PGCatalogTool",
+        )
+        self.assertTrue(portal.portal_catalog(portal_type="Document") is not None)
+        self.assertIn("plone_lexicon", portal.portal_catalog.objectIds())

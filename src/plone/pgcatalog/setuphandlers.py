@@ -16,6 +16,7 @@ from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.tool import ensure_processor
 from plone.pgcatalog.tool import LEXICON_META_TYPE
 from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog.toolset import register_required_tool
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.ZCTextIndex.PipelineFactory import element_factory
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
@@ -81,6 +82,7 @@ def replace_catalog(site) -> PGCatalogTool:
     for lexicon in lexicons:
         tool._setObject(lexicon.getId(), lexicon, suppress_events=True)
     getSiteManager(site).registerUtility(aq_base(tool), ICatalogTool)
+    register_required_tool(site.portal_setup)
 
     pending = get_pending(create=True)
     for index in defs:
