@@ -6,10 +6,23 @@ from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 
+from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from zope.component.hooks import setSite
 
 import random
 import transaction
+import unittest
+
+
+class CatalogTestCase(unittest.TestCase):
+    """A test on the pgcatalog site, logged in as the site owner; it may commit."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def setUp(self):
+        self.portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.catalog = self.portal.portal_catalog
 
 
 WORDS = (

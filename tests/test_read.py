@@ -1,10 +1,8 @@
 """Lazy results, connections and bad input."""
 
+from helpers import CatalogTestCase
 from plone import api
-from plone.app.testing import login
-from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import connection
-from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 from Products.ZCatalog.ZCatalog import CatalogError
 from Products.ZCTextIndex.ParseTree import ParseError
@@ -15,16 +13,11 @@ from zope.globalrequest import setRequest
 
 import os
 import transaction
-import unittest
 
 
-class ReadTest(unittest.TestCase):
-    layer = PGCATALOG_FUNCTIONAL_TESTING
-
+class ReadTest(CatalogTestCase):
     def setUp(self):
-        self.portal = self.layer["portal"]
-        login(self.layer["app"], SITE_OWNER_NAME)
-        self.catalog = self.portal.portal_catalog
+        super().setUp()
         self.create(30)
 
     def create(self, count):

@@ -1,25 +1,18 @@
 """The write path: catalog rows follow the ZODB transaction."""
 
+from helpers import CatalogTestCase
 from helpers import relpaths
 from plone import api
-from plone.app.testing import login
-from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.connection import storage_dsn
-from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from unittest import mock
 
 import psycopg
 import transaction
-import unittest
 
 
-class WriteTest(unittest.TestCase):
-    layer = PGCATALOG_FUNCTIONAL_TESTING
-
+class WriteTest(CatalogTestCase):
     def setUp(self):
-        self.portal = self.layer["portal"]
-        login(self.layer["app"], SITE_OWNER_NAME)
-        self.catalog = self.portal.portal_catalog
+        super().setUp()
         self.dsn = storage_dsn(self.portal)
 
     def rows(self):

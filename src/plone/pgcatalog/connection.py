@@ -14,6 +14,7 @@ one search.
 
 from __future__ import annotations
 
+from Acquisition import aq_base
 from contextlib import contextmanager
 from psycopg import pq
 from psycopg_pool import ConnectionPool
@@ -29,13 +30,19 @@ _pools_lock = threading.Lock()
 _local = threading.local()
 
 
+def jar_of(obj):
+    """The ZODB connection of *obj*, or of its nearest stored container
+    (an object added in this transaction has no jar of its own yet)."""
+    for holder in getattr(obj, "aq_chain", (obj,)):
+        jar = getattr(aq_base(holder), "_p_jar", None)
+        if jar is not None:
+            return jar
+    return None
+
+
 def storage_instance(obj):
     """The zodb-pgjsonb storage instance behind *obj*'s ZODB connection."""
-    jar = None
-    for holder in getattr(obj, "aq_chain", (obj,)):
-        jar = getattr(holder, "_p_jar", None)
-        if jar is not None:
-            break  # a tool added in this transaction has no jar yet: use its parent's
+    jar = jar_of(obj)
     # After a savepoint ZODB swaps in a TmpStore; the real one stays here.
     storage = getattr(jar, "_normal_storage", None) or getattr(jar, "_storage", None)
     if storage is None or not hasattr(storage, "pg_connection"):

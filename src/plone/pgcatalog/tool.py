@@ -20,6 +20,7 @@ from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from plone.indexer.interfaces import IIndexableObject
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.connection import jar_of
 from plone.pgcatalog.connection import search_connection
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.extraction import extract
@@ -172,11 +173,7 @@ class PGCatalogTool(UniqueObject, Folder):
         OID would otherwise only exist after the before-commit hooks)."""
         base = aq_base(obj)
         if getattr(base, "_p_oid", None) is None:
-            jar = None
-            for holder in getattr(obj, "aq_chain", ()):
-                jar = getattr(aq_base(holder), "_p_jar", None)
-                if jar is not None:
-                    break
+            jar = jar_of(obj)
             if jar is None or not hasattr(base, "_p_jar"):
                 return None
             jar.add(base)
