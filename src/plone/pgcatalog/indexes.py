@@ -1,8 +1,11 @@
 """Read-only index objects answered from PostgreSQL.
 
 Plone code reaches into ``catalog.Indexes[name]`` (plone.app.uuid reads
-``_index.get(uid)``; type counts call ``uniqueValues(withLengths=True)``).
-These small views give those calls their ZCatalog answers from SQL.
+``_index.get(uid)``; type counts call ``uniqueValues(withLengths=True)``)
+and into ``catalog._catalog`` (the search page lists the used types with
+``_catalog.getIndex("portal_type").uniqueValues()``; keyword vocabularies
+iterate ``_index``).  These small views give those calls their ZCatalog
+answers from SQL.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ class _ForwardIndex:
     def get(self, value, default=None):
         rids = self._view._rids(value)
         return rids[0] if rids else default
+
+    def keys(self):
+        return self._view.uniqueValues()
+
+    def __iter__(self):
+        return iter(self.keys())
 
 
 class IndexView:
@@ -82,3 +91,23 @@ class IndexesMapping:
 
     def keys(self):
         return list(self._tool._index_defs())
+
+
+class CatalogInternals:
+    """``catalog._catalog``: the parts of ZCatalog's ``Catalog`` that
+    Plone code reads (indexes, schema, ``getIndex``)."""
+
+    def __init__(self, tool):
+        self._tool = tool
+        self.indexes = IndexesMapping(tool)
+
+    def getIndex(self, name):
+        return self.indexes[name]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tool.schema())
+
+    @property
+    def schema(self) -> dict[str, int]:
+        return {name: position for position, name in enumerate(self.names)}

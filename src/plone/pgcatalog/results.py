@@ -18,14 +18,19 @@ from Products.ZCatalog.interfaces import ICatalogBrain
 from ZTUtils.Lazy import Lazy
 from zope.globalrequest import getRequest
 from zope.interface import implementer
+from zope.interface.common.sequence import IFiniteSequence
 
 
 MIN_WINDOW = 20
 MAX_WINDOW = 1000
 
 
+@implementer(IFiniteSequence)
 class CatalogResults(Lazy):
     """A ``ZTUtils.Lazy`` sequence of brains over selected rows.
+
+    It is a ``Lazy`` (plone.restapi serialises those) and a finite sequence
+    (plone.app.contentlisting adapts those).
 
     ``len()`` is the number of rows returned (the batch, when the query was
     batched); ``actual_result_count`` is the number of matches.

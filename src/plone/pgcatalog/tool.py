@@ -24,6 +24,8 @@ from plone.pgcatalog.connection import jar_of
 from plone.pgcatalog.connection import search_connection
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.extraction import extract
+from plone.pgcatalog.indexes import CatalogInternals
+from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.processor import CatalogStateProcessor
 from plone.pgcatalog.query import add_sort
@@ -484,10 +486,12 @@ class PGCatalogTool(UniqueObject, Folder):
         return tuple(v for (v,) in self._fetch(sql, []))
 
     @property
-    def Indexes(self):
-        from plone.pgcatalog.indexes import IndexesMapping
-
+    def Indexes(self) -> IndexesMapping:
         return IndexesMapping(self)
+
+    @property
+    def _catalog(self) -> CatalogInternals:
+        return CatalogInternals(self)
 
     def __len__(self):
         return self._fetch(f"SELECT count(*) FROM object_state WHERE {CATALOGED}", [])[0][0]
