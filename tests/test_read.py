@@ -12,6 +12,7 @@ from zope.event import notify
 from zope.globalrequest import setRequest
 
 import os
+import psycopg
 import transaction
 
 
@@ -116,3 +117,19 @@ class ReadTest(CatalogTestCase):
         self.assertEqual(len(catalog(portal_type="Document' OR '1'='1")), 0)
         self.assertEqual(len(catalog(id="many", sort_on="sortable_title", b_start=-5, b_size=3)), 0)
         self.assertEqual(len(catalog(portal_type="Document")), 30)
+
+    def test_failed_read_keeps_the_storage_transaction(self):
+        """A read that fails in PostgreSQL is rolled back to its savepoint:
+        the transaction's own writes and later searches are unharmed."""
+        doc = self.portal.many.d0001
+        doc.title = "Renamed in this transaction"
+        doc.reindexObject()
+        conn = connection.storage_instance(self.portal).pg_connection
+        with self.assertRaises(psycopg.errors.DivisionByZero):
+            self.catalog._fetch("SELECT 1 / 0", [])
+        self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
+        self.assertEqual(len(self.catalog(portal_type="Document")), 30)
+        transaction.commit()
+        self.assertEqual(
+            [b.Title for b in self.catalog(Title="renamed")], ["Renamed in this transaction"]
+        )

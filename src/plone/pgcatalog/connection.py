@@ -15,11 +15,12 @@ one search.
 from __future__ import annotations
 
 from Acquisition import aq_base
-from contextlib import contextmanager
 from psycopg import pq
+from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
 import os
+import psycopg
 import threading
 
 
@@ -115,31 +116,53 @@ def _in_request() -> bool:
     return getRequest() is not None
 
 
-@contextmanager
-def search_connection(obj):
-    """Yield a connection for a search on behalf of *obj* (the tool)."""
+SAVEPOINT = "SAVEPOINT pgcatalog_search"
+
+
+def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
+    """Run a read inside the storage's open transaction, in one round trip.
+
+    SAVEPOINT, query and RELEASE go out as one pipeline; only when the
+    query fails is a second trip needed, to roll back to the savepoint so
+    that the storage's transaction stays usable.
+    """
+    cur = conn.cursor(row_factory=tuple_row)
+    try:
+        with conn.pipeline():
+            conn.execute(SAVEPOINT)
+            cur.execute(sql, params)
+            conn.execute("RELEASE " + SAVEPOINT)
+        return cur.fetchall()
+    except BaseException:
+        if conn.info.transaction_status == pq.TransactionStatus.INERROR:
+            conn.execute("ROLLBACK TO " + SAVEPOINT)
+            conn.execute("RELEASE " + SAVEPOINT)
+        raise
+
+
+def _fetch(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
+    with conn.cursor(row_factory=tuple_row) as cur:
+        cur.execute(sql, params)
+        return cur.fetchall()
+
+
+def fetch(obj, sql: str, params) -> list[tuple]:
+    """Rows of one catalog read on behalf of *obj* (the tool).
+
+    On the storage's own connection when there is one (the snapshot object
+    loads use); else on the request's pooled connection, or a borrowed one.
+    """
     read_dsn = os.environ.get(READ_DSN_ENV)
     instance = None if read_dsn else storage_instance(obj)
     conn = instance.pg_connection if instance is not None else None
     if conn is not None and not conn.closed:
         if conn.info.transaction_status == pq.TransactionStatus.INTRANS:
-            conn.execute("SAVEPOINT pgcatalog_search")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK TO SAVEPOINT pgcatalog_search")
-                raise
-            finally:
-                if conn.info.transaction_status == pq.TransactionStatus.INTRANS:
-                    conn.execute("RELEASE SAVEPOINT pgcatalog_search")
-        else:
-            yield conn
-        return
+            return _fetch_in_snapshot(conn, sql, params)
+        return _fetch(conn, sql, params)
     dsn = read_dsn or storage_dsn(obj)
     if dsn is None:
         raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage or PGCATALOG_READ_DSN")
     if _in_request():
-        yield request_connection(dsn)
-    else:
-        with get_pool(dsn).connection() as conn:
-            yield conn
+        return _fetch(request_connection(dsn), sql, params)
+    with get_pool(dsn).connection() as conn:
+        return _fetch(conn, sql, params)

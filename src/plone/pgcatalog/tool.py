@@ -21,7 +21,7 @@ from plone.base.interfaces import IPloneCatalogTool
 from plone.indexer.interfaces import IIndexableObject
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import jar_of
-from plone.pgcatalog.connection import search_connection
+from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.extraction import extract
 from plone.pgcatalog.indexes import CatalogInternals
@@ -46,7 +46,6 @@ from Products.CMFCore.utils import UniqueObject
 from Products.CMFCore.indexing import filterTemporaryItems
 from Products.ZCatalog.interfaces import IZCatalog
 from Products.ZCatalog.ZCatalog import CatalogError
-from psycopg.rows import tuple_row
 from zope.component import queryMultiAdapter
 from zope.component.hooks import getSite
 from zope.interface import implementer
@@ -288,10 +287,7 @@ class PGCatalogTool(UniqueObject, Folder):
     # -- reading ------------------------------------------------------------------
 
     def _fetch(self, sql: str, params) -> list[tuple]:
-        with search_connection(self) as conn:
-            with conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(sql, params)
-                return cur.fetchall()
+        return fetch(self, sql, params)
 
     def _load_metadata(self, zoids: list[int]) -> dict:
         rows = self._fetch("SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s)", [zoids])
