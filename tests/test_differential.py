@@ -51,6 +51,21 @@ def queries(site):
         {"path": {"query": [root + "/item-000", root + "/item-001"], "depth": -1}, "sort_on": "sortable_title"},
         {"path": root + "/nonexistent"},
         {"path": root, "sort_on": "path", "sort_order": "reverse"},
+        {"object_provides": "plone.app.contenttypes.interfaces.IDocument", "sort_on": "sortable_title"},
+        {
+            "object_provides": {
+                "query": ["plone.app.contenttypes.interfaces.IFolder", "plone.app.contenttypes.interfaces.IEvent"]
+            },
+            "sort_on": "sortable_title",
+        },
+        {
+            "object_provides": {
+                "query": ["plone.dexterity.interfaces.IDexterityContainer", "plone.app.contenttypes.interfaces.IFolder"],
+                "operator": "and",
+            },
+            "sort_on": "sortable_title",
+        },
+        {"object_provides": {"not": "plone.app.contenttypes.interfaces.IDocument"}, "path": root, "sort_on": "path"},
         {"created": {"query": now - 1, "range": "min"}, "sort_on": "sortable_title"},
         {"created": {"query": [now + 1, now - 1], "range": "min:max"}, "sort_on": "sortable_title"},
         {"modified": {"query": now + 1, "range": "max"}, "sort_on": "sortable_title"},

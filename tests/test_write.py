@@ -6,8 +6,15 @@ from plone import api
 from plone.pgcatalog.connection import storage_dsn
 from unittest import mock
 
+from zope.interface import alsoProvides
+from zope.interface import Interface
+
 import psycopg
 import transaction
+
+
+class IMarker(Interface):
+    """A marker interface set on content in a test."""
 
 
 class WriteTest(CatalogTestCase):
@@ -92,6 +99,16 @@ class WriteTest(CatalogTestCase):
         self.assertEqual(self.rows()["/plone/d4"], "'fourth':1")
         brain = self.catalog.unrestrictedSearchResults(id="d4")[0]
         self.assertEqual(brain.Title, "Fourth")
+        # indexes in columns of their own: kept by other partial reindexes,
+        # replaced by their own
+        provides = "plone.app.contenttypes.interfaces.IDocument"
+        self.assertEqual(self.find(object_provides=provides), ["/d4"])
+        alsoProvides(doc, IMarker)
+        self.catalog.catalog_object(doc, idxs=["object_provides"], update_metadata=0)
+        transaction.commit()
+        self.assertEqual(self.find(object_provides=IMarker.__identifier__), ["/d4"])
+        self.assertEqual(self.find(object_provides=provides), ["/d4"])
+        self.assertEqual(self.find(SearchableText="fourth"), ["/d4"])
 
     def catalog_closure(self, conn):
         """zoids of the tool and every persistent object reachable from it."""

@@ -216,8 +216,8 @@ def path_columns(uid: str) -> dict:
 def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
     """Extract a catalog row for *obj* cataloged under *uid*.
 
-    Returns ``{"idx": {...}, "searchable_text": str|None, "meta": {...}}``
-    plus the path columns.  With *idxs*, only those indexes are extracted
+    Returns ``{"idx": {...}, "meta": {...}}`` plus the path columns and
+    the own columns of the indexes that have one (``searchable_text``...).  With *idxs*, only those indexes are extracted
     (``idx`` then holds a partial update) and ``partial`` is True.
     """
     wanted = None if not idxs else set(idxs)
@@ -232,13 +232,8 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
         if kind == r.TEXT:
             pipeline = pipelines.get(index.options.get("lexicon_id")) or fallback_pipeline
             literal = tsvector_literal(text_words(obj, index, pipeline))
-            if index.name == r.SEARCHABLE_TEXT:
-                row["searchable_text"] = literal
-            else:
-                value = literal if literal is not None else _marker
-                _put(idx, index.name, value)
-            continue
-        if kind in (r.FIELD, r.UUID, r.BOOLEAN, r.GOPIP):
+            value = literal if literal is not None else _marker
+        elif kind in (r.FIELD, r.UUID, r.BOOLEAN, r.GOPIP):
             value = field_value(obj, index)
         elif kind == r.KEYWORD:
             value = keyword_values(obj, index)
@@ -250,7 +245,10 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
             value = recurring_value(obj, index)
         else:  # pragma: no cover - registry only holds known kinds
             continue
-        _put(idx, index.name, value)
+        if index.column is not None:
+            row[index.column] = None if value is _marker else value
+        else:
+            _put(idx, index.name, value)
     row["idx"] = idx
     row["meta"] = metadata(obj, columns)
     row.update(path_columns(uid))

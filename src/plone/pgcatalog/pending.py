@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from zope.interface import implementer
 
 import transaction
@@ -39,8 +40,9 @@ class Pending:
                 merged[key] = row[key]
             if row["meta"] is not None:
                 merged["meta"] = row["meta"]
-            if "searchable_text" in row:
-                merged["searchable_text"] = row["searchable_text"]
+            for column in OWN_COLUMN_NAMES:
+                if column in row:
+                    merged[column] = row[column]
             row = merged
         if earlier is not None and earlier["path"] != row["path"]:
             self.removed[earlier["path"]] = True

@@ -11,6 +11,7 @@ processor is shared by all threads; everything per transaction lives in
 from __future__ import annotations
 
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from plone.pgcatalog.schema import CATALOG_COLUMNS
 from plone.pgcatalog.schema import schema_sql
 from zodb_pgjsonb.storage import ExtraColumn
@@ -18,7 +19,7 @@ from zodb_pgjsonb.storage import ExtraColumn
 import orjson
 
 
-_CASTS = {"idx": "::jsonb", "meta": "::jsonb", "searchable_text": "::tsvector"}
+_CASTS = {"idx": "::jsonb", "meta": "::jsonb", "searchable_text": "::tsvector", "object_provides": "::jsonb"}
 
 _CLEAR = ", ".join(f"{name} = NULL" for name in CATALOG_COLUMNS)
 
@@ -31,9 +32,33 @@ def row_params(row: dict) -> dict:
         "parent_path": row["parent_path"],
         "path_depth": row["path_depth"],
         "idx": orjson.dumps(idx).decode(),
-        "meta": None if row["meta"] is None else orjson.dumps(row["meta"]).decode(),
+        "meta": _json(row["meta"]),
         "searchable_text": row.get("searchable_text"),
+        "object_provides": _json(row.get("object_provides")),
     }
+
+
+def _json(value) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def _set(column: str) -> str:
+    return f"{column} = %({column})s{_CASTS.get(column, '')}"
+
+
+# A full row replaces every column; a partial one merges idx and keeps the
+# own columns and metadata it does not carry.
+_UPDATE_FULL = "UPDATE object_state SET {} WHERE zoid = %(zoid)s".format(", ".join(map(_set, CATALOG_COLUMNS)))
+_UPDATE_PARTIAL = (
+    "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, path_depth = %(path_depth)s, "
+    "idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb), "
+    "meta = COALESCE(%(meta)s::jsonb, meta), "
+    + ", ".join(
+        f"{column} = CASE WHEN %(has_{column})s THEN %({column})s{_CASTS[column]} ELSE {column} END"
+        for column in OWN_COLUMN_NAMES
+    )
+    + " WHERE zoid = %(zoid)s"
+)
 
 
 class CatalogStateProcessor:
@@ -73,29 +98,17 @@ class CatalogStateProcessor:
             elif zoid not in pending.written:
                 full.append((zoid, row))
         if full:
-            cursor.executemany(
-                "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, "
-                "path_depth = %(path_depth)s, idx = %(idx)s::jsonb, meta = %(meta)s::jsonb, "
-                "searchable_text = %(searchable_text)s::tsvector WHERE zoid = %(zoid)s",
-                [{**row_params(row), "zoid": zoid} for zoid, row in full],
-            )
+            cursor.executemany(_UPDATE_FULL, [{**row_params(row), "zoid": zoid} for zoid, row in full])
         if partial:
             params = []
             for zoid, row in partial:
                 p = row_params(row)
                 p["zoid"] = zoid
                 p["idx"] = orjson.dumps(row["idx"]).decode()  # keeps nulls: they remove keys
-                p["has_text"] = "searchable_text" in row
+                for column in OWN_COLUMN_NAMES:
+                    p[f"has_{column}"] = column in row
                 params.append(p)
-            cursor.executemany(
-                "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, "
-                "path_depth = %(path_depth)s, "
-                "idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb), "
-                "meta = COALESCE(%(meta)s::jsonb, meta), "
-                "searchable_text = CASE WHEN %(has_text)s THEN %(searchable_text)s::tsvector "
-                "ELSE searchable_text END WHERE zoid = %(zoid)s",
-                params,
-            )
+            cursor.executemany(_UPDATE_PARTIAL, params)
         if pending.removed:
             cursor.execute(
                 f"UPDATE object_state SET {_CLEAR} "

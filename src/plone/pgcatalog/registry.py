@@ -48,8 +48,17 @@ JSON_VALUE = "json"  # numbers, booleans and dates: JSONB compares them typed
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,62}$")
 
-# The one column that holds SearchableText's tsvector (big, kept out of idx).
 SEARCHABLE_TEXT = "SearchableText"
+
+# Indexes whose values live in a column of their own rather than in
+# ``idx``: SearchableText's tsvector and the long interface list of
+# object_provides would push ``idx`` past PostgreSQL's TOAST threshold, and
+# every query would then pay to fetch and decompress it, row by row.
+OWN_COLUMNS = {
+    (TEXT, SEARCHABLE_TEXT): "searchable_text",
+    (KEYWORD, "object_provides"): "object_provides",
+}
+OWN_COLUMN_NAMES = tuple(OWN_COLUMNS.values())
 
 
 def _literal(name: str) -> str:
@@ -85,6 +94,11 @@ class IndexDef:
         return self.kind in (FIELD, DATE, BOOLEAN, UUID, GOPIP, KEYWORD, DATE_RECURRING, PATH)
 
     @property
+    def column(self) -> str | None:
+        """The column of its own this index is stored in, if any."""
+        return OWN_COLUMNS.get((self.kind, self.name))
+
+    @property
     def key(self) -> str:
         """The index name as an SQL literal, for ``idx->'name'``."""
         return _literal(self.name)
@@ -95,11 +109,11 @@ class IndexDef:
             if self.value_type == TEXT_VALUE:
                 return f"((idx->>{self.key}) COLLATE \"C\")"
             return f"(idx->{self.key})"
+        if self.column is not None:
+            return self.column
         if self.kind in (KEYWORD, DATE_RECURRING):
             return f"(idx->{self.key})"
         if self.kind == TEXT:
-            if self.name == SEARCHABLE_TEXT:
-                return "searchable_text"
             return f"((idx->>{self.key})::tsvector)"
         if self.kind == PATH:
             return "path"

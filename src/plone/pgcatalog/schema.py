@@ -15,7 +15,7 @@ import hashlib
 import re
 
 
-CATALOG_COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", "searchable_text")
+CATALOG_COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", *r.OWN_COLUMN_NAMES)
 
 CATALOGED = "idx IS NOT NULL"
 
@@ -29,7 +29,8 @@ ALTER TABLE object_state
     ADD COLUMN IF NOT EXISTS path_depth INTEGER,
     ADD COLUMN IF NOT EXISTS idx JSONB,
     ADD COLUMN IF NOT EXISTS meta JSONB,
-    ADD COLUMN IF NOT EXISTS searchable_text TSVECTOR;
+    ADD COLUMN IF NOT EXISTS searchable_text TSVECTOR,
+    ADD COLUMN IF NOT EXISTS object_provides JSONB;
 CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE {CATALOGED};
 CREATE INDEX IF NOT EXISTS pgcatalog_parent ON object_state (parent_path, path_depth) WHERE {CATALOGED};
 CREATE TABLE IF NOT EXISTS pgcatalog_counter (id INTEGER PRIMARY KEY, value BIGINT NOT NULL);
@@ -48,7 +49,7 @@ def index_name(index: r.IndexDef, expression: str) -> str:
 def index_ddl(index: r.IndexDef) -> list[str]:
     """CREATE INDEX statements for one catalog index (may be none)."""
     kind = index.kind
-    if kind in (r.PATH,) or (kind == r.TEXT and index.name == r.SEARCHABLE_TEXT):
+    if kind == r.PATH or index.column == "searchable_text":
         return []  # served by the fixed indexes
     if kind == r.DATE_RANGE:
         start, end = index.range_expressions()
