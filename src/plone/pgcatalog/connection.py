@@ -45,7 +45,10 @@ def storage_instance(obj):
     """The zodb-pgjsonb storage instance behind *obj*'s ZODB connection."""
     jar = jar_of(obj)
     # After a savepoint ZODB swaps in a TmpStore; the real one stays here.
-    storage = getattr(jar, "_normal_storage", None) or getattr(jar, "_storage", None)
+    # (No truthiness test: a storage's len() counts its objects in SQL.)
+    storage = getattr(jar, "_normal_storage", None)
+    if storage is None:
+        storage = getattr(jar, "_storage", None)
     if storage is None or not hasattr(storage, "pg_connection"):
         return None
     return storage

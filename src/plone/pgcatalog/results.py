@@ -40,7 +40,7 @@ class CatalogResults(Lazy):
         self._rows = rows  # [(zoid, path), ...]
         self._len = len(rows)
         self.actual_result_count = actual_result_count
-        self._columns = columns
+        self._columns = frozenset(columns)
         self._load_metadata = load_metadata  # callable(list[zoid]) -> {zoid: meta}
         self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
         self._brains = {}
@@ -82,7 +82,7 @@ class CatalogResults(Lazy):
             if brain is None:
                 zoid, path = self._rows[p]
                 brain = self._brains[p] = CatalogBrain(self, p, zoid, path)
-            brain._set_metadata(found.get(self._rows[p][0]), self._columns)
+            brain.__dict__["_meta"] = found.get(self._rows[p][0]) or {}
 
 
 @implementer(ICatalogBrain)
@@ -98,26 +98,21 @@ class CatalogBrain(Implicit):
         self.__dict__["_position"] = position
         self.__dict__["data_record_id_"] = zoid
         self.__dict__["_path"] = path
-        self.__dict__["_has_metadata"] = False
-
-    def _set_metadata(self, meta, columns):
-        meta = meta or {}
-        values = self.__dict__
-        for name in columns:
-            if name in meta:
-                values[name] = decode_metadata(meta[name])
-            else:
-                values[name] = MV
-        values["_has_metadata"] = True
 
     def __getattr__(self, name):
-        if name.startswith("__") or self.__dict__.get("_has_metadata", True):
+        """A metadata column: loaded with its window on first use, decoded
+        on first access (a listing reading Title never builds DateTimes)."""
+        values = self.__dict__
+        results = values.get("_results")
+        if results is None or name not in results._columns:
             raise AttributeError(name)
-        results = self.__dict__["_results"]
-        if name not in results._columns:
-            raise AttributeError(name)
-        results._metadata_for(self.__dict__["_position"])
-        return self.__dict__[name]
+        meta = values.get("_meta")
+        if meta is None:
+            results._metadata_for(values["_position"])
+            meta = values["_meta"]
+        value = decode_metadata(meta[name]) if name in meta else MV
+        values[name] = value
+        return value
 
     def __getitem__(self, name):
         try:

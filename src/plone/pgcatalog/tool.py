@@ -290,7 +290,7 @@ class PGCatalogTool(UniqueObject, Folder):
         return fetch(self, sql, params)
 
     def _load_metadata(self, zoids: list[int]) -> dict:
-        rows = self._fetch("SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s)", [zoids])
+        rows = self._fetch("SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids])
         return {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
 
     def _search(self, query: dict):
