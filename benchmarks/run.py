@@ -1,0 +1,154 @@
+"""Benchmark plone.pgcatalog against stock ZCatalog, side by side.
+
+    .venv/bin/python benchmarks/run.py            # quick mode (default)
+    .venv/bin/python benchmarks/run.py --full     # 500 / 5,000 / 20,000 docs
+    .venv/bin/python benchmarks/run.py --docs 500 1000 --backends pgcatalog relstorage
+
+Each backend (plone.pgcatalog on zodb-pgjsonb, ZCatalog on RelStorage,
+ZCatalog on FileStorage) runs in its own process on a fresh database of
+the server ``PGCATALOG_BENCH_DSN`` names (or of an embedded ``pgserver``).
+The SQL floor is timed inside the pgcatalog process.  Results go to
+``benchmarks/results/<timestamp>.json`` (and ``latest.json``); the report
+to ``docs/benchmarks.md`` and ``docs/benchmarks/*.png``.
+"""
+
+from __future__ import annotations
+
+from database import fresh_database
+from database import pg_server
+from database import server_version
+from pathlib import Path
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+BACKENDS = ("pgcatalog", "relstorage", "filestorage")
+MODES = {
+    "quick": {"sizes": [500, 2000], "rebuild_at": 2000},
+    "full": {"sizes": [500, 5000, 20000], "rebuild_at": 5000},
+}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--quick", dest="mode", action="store_const", const="quick", help="500 and 2,000 docs (default)")
+    mode.add_argument("--full", dest="mode", action="store_const", const="full", help="500, 5,000 and 20,000 docs")
+    parser.set_defaults(mode="quick")
+    parser.add_argument("--docs", type=int, nargs="+", help="document counts to query at (overrides the mode)")
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--timed-docs", type=int, default=500, help="documents created one transaction each")
+    parser.add_argument("--rebuild-at", type=int, help="time clearFindAndRebuild at this document count")
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--profile", action="store_true", help="cProfile pgcatalog's listings (results/*.prof.txt)")
+    parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md")
+    parser.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="only render the report")
+    return parser.parse_args(argv)
+
+
+def run_backend(backend: str, server_dsn: str, settings: dict, out: Path) -> dict:
+    """Run the worker for *backend* in a subprocess; return its results."""
+    home = Path(tempfile.mkdtemp(prefix=f"pgcatalog-bench-{backend}-"))
+    try:
+        with contextlib.ExitStack() as stack:
+            dsn = None
+            if backend != "filestorage":
+                dsn = stack.enter_context(fresh_database(server_dsn, backend))
+            config = {**settings, "backend": backend, "dsn": dsn, "home": str(home), "out": str(out)}
+            config_file = home / "bench-config.json"
+            config_file.write_text(json.dumps(config))
+            started = time.perf_counter()
+            subprocess.run([sys.executable, str(HERE / "worker.py"), str(config_file)], check=True, cwd=HERE)
+            result = json.loads(out.read_text())
+            result["wall_s"] = time.perf_counter() - started
+            return result
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def git_commit() -> str:
+    """HEAD's short hash, with ``+local`` when ``src/`` has uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        local = subprocess.run(
+            ["git", "status", "--porcelain", "src"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+local" if local else "")
+
+
+def run(args: argparse.Namespace) -> dict:
+    mode = MODES[args.mode]
+    sizes = sorted(args.docs or mode["sizes"])
+    rebuild_at = args.rebuild_at or (mode["rebuild_at"] if not args.docs else sizes[-1])
+    settings = {
+        "sizes": sizes,
+        "timed_docs": args.timed_docs,
+        "rebuild_at": rebuild_at,
+        "iterations": args.iterations,
+        "warmup": args.warmup,
+        "profile": args.profile,
+    }
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    RESULTS.mkdir(exist_ok=True)
+    results: dict = {
+        "meta": {
+            "timestamp": stamp,
+            "mode": "custom" if args.docs else args.mode,
+            "settings": settings,
+            "git_commit": git_commit(),
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        },
+        "backends": {},
+    }
+    started = time.perf_counter()
+    with pg_server() as server_dsn:
+        results["meta"]["postgresql"] = server_version(server_dsn)
+        results["meta"]["server"] = "PGCATALOG_BENCH_DSN" if os.environ.get("PGCATALOG_BENCH_DSN") else "pgserver"
+        for backend in args.backends:
+            out = RESULTS / f"{stamp}-{backend}.json"
+            results["backends"][backend] = run_backend(backend, server_dsn, settings, out)
+            out.unlink()
+    results["meta"]["wall_s"] = time.perf_counter() - started
+    path = RESULTS / f"{stamp}.json"
+    path.write_text(json.dumps(results, indent=1))
+    print(f"Results: {path.relative_to(ROOT)} ({results['meta']['wall_s'] / 60:.1f} min)")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.report_only:
+        results = json.loads(args.report_only.read_text())
+    else:
+        results = run(args)
+    import report
+
+    if args.report_only or not args.no_report:
+        report.write(results, ROOT / "docs")
+        if not args.report_only:
+            (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))
+        print("Report: docs/benchmarks.md")
+    print(report.targets_text(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""One backend, in its own process: build the site, time it, write JSON.
+
+``python benchmarks/worker.py CONFIG.json`` where the config holds
+``backend``, ``dsn`` (a fresh database, none for FileStorage), ``home`` (a
+scratch directory), ``sizes`` (document counts to query at, ascending),
+``timed_docs``, ``rebuild_at``, ``iterations``, ``warmup``, ``profile``
+and ``out`` (where to write the results).  ``run.py`` starts it.
+"""
+
+from __future__ import annotations
+
+from floor import capture_sql
+from floor import explain
+from floor import time_statements
+from measure import summary
+from measure import time_once
+from measure import time_repeated
+from pathlib import Path
+from workload import doc_spec
+from workload import run_bare
+from workload import run_listing
+from workload import scenarios
+
+import json
+import logging
+import sys
+import time
+import transaction
+import zopesite
+
+
+BULK_BATCH = 200  # documents per transaction on the bulk path
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class Worker:
+    def __init__(self, config: dict):
+        self.config = config
+        self.backend = config["backend"]
+        self.result: dict = {"backend": self.backend, "sizes": {}}
+        self.docs = 0
+
+    # -- writing -----------------------------------------------------------------
+
+    def build(self) -> None:
+        home = Path(self.config["home"])
+        conf = zopesite.write_config(self.backend, home, self.config.get("dsn"))
+        self.app = zopesite.start_zope(conf)
+        elapsed, self.site = time_once(lambda: zopesite.create_site(self.app, self.backend))
+        self.result["site_creation_s"] = elapsed / 1000.0
+        log(f"{self.backend}: site created in {elapsed / 1000:.1f}s")
+        zopesite.create_folders(self.site)
+        self.catalog = self.site.portal_catalog
+
+    def create_timed(self, count: int) -> None:
+        """*count* documents, one transaction each, timed per document."""
+        samples = []
+        for number in range(self.docs, self.docs + count):
+            spec = doc_spec(number)
+
+            def create(spec=spec):
+                zopesite.add_document(self.site, spec)
+                transaction.commit()
+
+            samples.append(time_once(create)[0])
+        self.docs += count
+        self.result["create_ms_per_doc"] = summary(samples)
+        log(f"{self.backend}: created {count} docs, median {summary(samples)['median']:.1f} ms/doc")
+
+    def modify_timed(self, count: int) -> None:
+        """Edit and reindex *count* documents, one transaction each."""
+        samples = []
+        for number in range(count):
+
+            def modify(number=number):
+                zopesite.edit_document(self.site, number)
+                transaction.commit()
+
+            samples.append(time_once(modify)[0])
+        self.result["modify_ms_per_doc"] = summary(samples)
+        log(f"{self.backend}: modified {count} docs, median {summary(samples)['median']:.1f} ms/doc")
+
+    def grow_to(self, size: int) -> dict | None:
+        """The bulk path: add documents, ``BULK_BATCH`` per transaction."""
+        if size <= self.docs:
+            return None
+        added = size - self.docs
+        start = time.perf_counter()
+        while self.docs < size:
+            for number in range(self.docs, min(size, self.docs + BULK_BATCH)):
+                zopesite.add_document(self.site, doc_spec(number))
+                self.docs += 1
+            transaction.commit()
+            self.app._p_jar.cacheGC()
+        elapsed = time.perf_counter() - start
+        log(f"{self.backend}: bulk-added {added} docs in {elapsed:.1f}s")
+        return {"docs": added, "seconds": elapsed, "ms_per_doc": elapsed * 1000.0 / added}
+
+    def rebuild(self) -> dict:
+        def run():
+            self.catalog.clearFindAndRebuild()
+            transaction.commit()
+
+        transaction.abort()
+        elapsed, _ = time_once(run)
+        log(f"{self.backend}: clearFindAndRebuild of {self.docs} docs in {elapsed / 1000:.1f}s")
+        return {"docs": self.docs, "seconds": elapsed / 1000.0}
+
+    # -- reading -----------------------------------------------------------------
+
+    def analyze(self) -> None:
+        """``VACUUM (ANALYZE)`` the PostgreSQL database (untimed), as
+        autovacuum would have done on a live site; without it the planner
+        has no statistics for the freshly loaded tables."""
+        dsn = self.config.get("dsn")
+        if not dsn:
+            return
+        import psycopg
+
+        transaction.abort()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("VACUUM (ANALYZE)")
+
+    def as_user(self, scenario) -> None:
+        """End the previous 'request' and become the scenario's user."""
+        from AccessControl.SecurityManagement import noSecurityManager
+
+        transaction.abort()
+        if scenario.anonymous:
+            noSecurityManager()
+        else:
+            zopesite.login(self.app)
+
+    def describe(self, scenario) -> dict:
+        """What the query finds, to check that the backends agree."""
+        self.as_user(scenario)
+        results = run_bare(self.catalog, scenario.query)
+        return {
+            "len": len(results),
+            "actual_result_count": getattr(results, "actual_result_count", len(results)),
+            "first_paths": [brain.getPath() for brain in results[:10]],
+        }
+
+    def query_phase(self) -> dict:
+        iterations, warmup = self.config["iterations"], self.config["warmup"]
+        timings: dict = {}
+        for scenario in scenarios():
+            entry = timings[scenario.name] = {"found": self.describe(scenario)}
+            for variant, run in (("bare", run_bare), ("listing", run_listing)):
+                entry[variant] = time_repeated(
+                    lambda run=run, q=scenario.query: run(self.catalog, q),
+                    lambda s=scenario: self.as_user(s),
+                    iterations,
+                    warmup,
+                )
+        zopesite.login(self.app)
+        return timings
+
+    def floor_phase(self, size: int) -> dict:
+        """Time the statements of each scenario bare (pgcatalog only); with
+        ``profile``, write their query plans too."""
+        iterations, warmup = self.config["iterations"], self.config["warmup"]
+        floor: dict = {}
+        plans = []
+        for scenario in scenarios():
+            entry = floor[scenario.name] = {}
+            for variant, run in (("bare", run_bare), ("listing", run_listing)):
+                self.as_user(scenario)
+                with capture_sql() as statements:
+                    run(self.catalog, scenario.query)
+                if not statements:
+                    raise RuntimeError(f"no SQL captured for {scenario.name}: did PGCatalogTool._fetch move?")
+                entry[variant] = time_statements(self.config["dsn"], statements, iterations, warmup)
+                entry[variant]["statements"] = [sql for sql, _ in statements]
+                if self.config.get("profile") and variant == "listing":
+                    plans.append(f"==== {scenario.label} ====\n{explain(self.config['dsn'], statements)}")
+        zopesite.login(self.app)
+        if plans:
+            Path(self.config["out"]).with_suffix(f".{size}.explain.txt").write_text("\n".join(plans))
+        return floor
+
+    def profile(self, size: int) -> None:
+        """cProfile the listing variant of every scenario; write the stats."""
+        import cProfile
+        import io
+        import pstats
+
+        out = Path(self.config["out"]).with_suffix(f".{size}.prof.txt")
+        with out.open("w") as report:
+            for scenario in scenarios():
+                profiler = cProfile.Profile()
+                for _ in range(self.config["iterations"]):
+                    self.as_user(scenario)
+                    profiler.runcall(run_listing, self.catalog, scenario.query)
+                text = io.StringIO()
+                pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+                report.write(f"==== {scenario.label} (listing) ====\n{text.getvalue()}\n")
+        zopesite.login(self.app)
+        log(f"{self.backend}: profile written to {out}")
+
+    # -- the run -----------------------------------------------------------------
+
+    def run(self) -> dict:
+        config = self.config
+        sizes = sorted(config["sizes"])
+        self.build()
+        self.create_timed(min(config["timed_docs"], sizes[0]))
+        self.modify_timed(self.docs)
+        for size in sizes:
+            entry: dict = {"bulk": self.grow_to(size)}
+            self.analyze()
+            log(f"{self.backend}: queries at {size} docs")
+            entry["queries"] = self.query_phase()
+            if self.backend == "pgcatalog":
+                entry["floor"] = self.floor_phase(size)
+                if config.get("profile"):
+                    self.profile(size)
+            if size == config.get("rebuild_at"):
+                self.result["rebuild"] = self.rebuild()
+            self.result["sizes"][str(size)] = entry
+        transaction.abort()
+        self.app._p_jar.db().close()
+        return self.result
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(Path(argv[1]).read_text())
+    logging.disable(logging.WARNING)  # site creation's GenericSetup chatter
+    result = Worker(config).run()
+    Path(config["out"]).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
