@@ -56,6 +56,33 @@ class ReadTest(CatalogTestCase):
             titles = [b.Title for b in results]
             self.assertEqual(titles[999], "Doc 0999")
             self.assertLessEqual(len(calls), 12)  # bounded for the whole walk
+        self.assertEqual(titles, [f"Doc {i:04d}" for i in range(1000)])
+
+    def test_rows_selected_when_needed(self):
+        """A large unbatched result hands over its length and first rows;
+        the others are selected when walked to, a growing window at a time."""
+        self.create(1000)
+        fetched = []
+        original = PGCatalogTool._fetch
+
+        def spy(tool, sql, params):
+            rows = original(tool, sql, params)
+            fetched.append(len(rows))
+            return rows
+
+        with mock.patch.object(PGCatalogTool, "_fetch", spy):
+            results = self.catalog(portal_type="Document", sort_on="sortable_title")
+            self.assertEqual(len(results), 1000)
+            self.assertEqual(results.actual_result_count, 1000)
+            self.assertEqual(fetched, [100])  # the search moved 100 rows, not 1000
+            self.assertEqual(results[950].getId, "d0950")  # a jump: a window from there
+            self.assertEqual(fetched[1], 50)
+            ids = [b.getId for b in results]
+        self.assertEqual(ids, [f"d{i:04d}" for i in range(1000)])
+        self.assertLessEqual(results.row_queries, 8)
+        unsorted = self.catalog(portal_type="Document")
+        self.assertEqual(sorted(b.getPath() for b in unsorted), sorted(f"/plone/many/d{i:04d}" for i in range(1000)))
+        self.assertEqual([b.getRID() for b in unsorted], sorted(b.getRID() for b in unsorted))
 
     def test_batch_and_counts(self):
         results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=20, b_size=10)
@@ -92,6 +119,7 @@ class ReadTest(CatalogTestCase):
             pool = connection.get_pool(connection.storage_dsn(self.portal))
             self.assertEqual(pool.get_stats().get("requests_waiting", 0), 0)
         setRequest(None)
+        connection.close_pools()
 
     def test_bad_input(self):
         catalog = self.catalog

@@ -1,9 +1,11 @@
 """Lazy search results and catalog brains.
 
-A search selects identifiers only (zoid and path) plus the total count.
-Metadata is loaded when a brain's metadata is first touched, in one query
-for a window of brains starting at that one: what a listing is about to
-show, never the whole result.
+A search selects identifiers only (zoid and path) plus the total count,
+and of a large unbatched result only its first rows: ``len()`` is one
+number, and the rest is selected when somebody walks that far.  Metadata is
+loaded when a brain's metadata is first touched, in one query for a window
+of brains starting at that one: what a listing is about to show, never the
+whole result.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from zope.interface import implementer
 from zope.interface.common.sequence import IFiniteSequence
 
 
-MIN_WINDOW = 20
+MIN_WINDOW = 20  # metadata rows loaded at once, growing up to MAX_WINDOW
 MAX_WINDOW = 1000
+MIN_ROWS = 100  # identifiers selected at once, growing up to MAX_ROWS
+MAX_ROWS = 10000
 
 
 @implementer(IFiniteSequence)
@@ -32,20 +36,24 @@ class CatalogResults(Lazy):
     It is a ``Lazy`` (plone.restapi serialises those) and a finite sequence
     (plone.app.contentlisting adapts those).
 
-    ``len()`` is the number of rows returned (the batch, when the query was
-    batched); ``actual_result_count`` is the number of matches.
+    ``len()`` is the number of rows in the result (the batch, when the query
+    was batched); ``actual_result_count`` is the number of matches.  The
+    search may hand over only the first rows: the others are selected when
+    first used, a window at a time, by *load_rows(offset, limit)*.
     """
 
-    def __init__(self, rows, actual_result_count, columns, load_metadata, wrap):
-        self._rows = rows  # [(zoid, path), ...]
-        self._len = len(rows)
+    def __init__(self, rows, length, actual_result_count, columns, load_metadata, wrap, load_rows=None):
+        self._rows = dict(enumerate(rows))  # position -> (zoid, path)
+        self._len = length
         self.actual_result_count = actual_result_count
         self._columns = frozenset(columns)
         self._load_metadata = load_metadata  # callable(list[zoid]) -> {zoid: meta}
+        self._load_rows = load_rows  # callable(offset, limit) -> [(zoid, path), ...]
         self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
         self._brains = {}
         self._loaded = set()
         self.metadata_queries = 0
+        self.row_queries = 0
 
     def __len__(self):
         return self._len
@@ -59,7 +67,7 @@ class CatalogResults(Lazy):
             raise IndexError(index)
         brain = self._brains.get(index)
         if brain is None:
-            zoid, path = self._rows[index]
+            zoid, path = self._row(index)
             brain = self._brains[index] = CatalogBrain(self, index, zoid, path)
         return self._wrap(brain)
 
@@ -67,22 +75,37 @@ class CatalogResults(Lazy):
         for i in range(self._len):
             yield self[i]
 
+    def _row(self, position: int) -> tuple[int, str]:
+        row = self._rows.get(position)
+        if row is None:
+            # a window from here, growing with what was needed so far
+            window = max(MIN_ROWS, min(MAX_ROWS, len(self._rows)))
+            self.row_queries += 1
+            for offset, found in enumerate(self._load_rows(position, window), position):
+                self._rows.setdefault(offset, found)
+            row = self._rows.get(position)
+            if row is None:  # the result shrank since the search (no snapshot)
+                raise IndexError(position)
+        return row
+
     def _metadata_for(self, position: int) -> None:
         """Load metadata for a window of rows starting at *position*."""
         window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._loaded)))
         positions = [
-            p for p in range(position, min(self._len, position + window)) if p not in self._loaded
+            p
+            for p in range(position, min(self._len, position + window))
+            if p not in self._loaded and (p in self._rows or p == position)
         ]
-        zoids = [self._rows[p][0] for p in positions]
+        zoids = [self._row(p)[0] for p in positions]
         found = self._load_metadata(zoids)
         self.metadata_queries += 1
         for p in positions:
             self._loaded.add(p)
             brain = self._brains.get(p)
+            zoid, path = self._rows[p]
             if brain is None:
-                zoid, path = self._rows[p]
                 brain = self._brains[p] = CatalogBrain(self, p, zoid, path)
-            brain.__dict__["_meta"] = found.get(self._rows[p][0]) or {}
+            brain.__dict__["_meta"] = found.get(zoid) or {}
 
 
 @implementer(ICatalogBrain)

@@ -33,6 +33,7 @@ from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.results import CatalogResults
+from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.interfaces import IPGCatalogTool
@@ -312,16 +313,26 @@ class PGCatalogTool(UniqueObject, Folder):
         elif limit:
             b_size = limit
 
-        order = [*stmt.order, "zoid"] if (stmt.order or b_size is not None) else []
-        sql = f"SELECT zoid, path{{count}} FROM object_state WHERE {stmt.where_sql()}"
-        if order:
-            sql += " ORDER BY " + ", ".join(order)
+        # zoid last: a total order, so that windows and batches are stable
+        # (ZCatalog's unsorted results come in record id order too)
+        order = ", ".join([*stmt.order, "zoid"])
+        where = stmt.where_sql()
         params = [*stmt.params, *stmt.order_params]
+        counted = f"SELECT zoid, path, count(*) OVER () FROM object_state WHERE {where} ORDER BY {order} LIMIT %s"
+
+        if b_size is None:
+            rows = self._fetch(counted, [*params, MIN_ROWS])
+            total = rows[0][2] if rows else 0
+
+            def load_rows(offset: int, limit: int) -> list[tuple]:
+                return self._fetch(
+                    f"SELECT zoid, path FROM object_state WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s",
+                    [*params, limit, offset],
+                )
+
+            return self._results([row[:2] for row in rows], total, total, load_rows)
 
         python_slice = None
-        if b_size is None:
-            rows = self._fetch(sql.format(count=""), params)
-            return self._results(rows, len(rows))
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             stop = min(b_start + b_size, limit)
             offset, count = b_start, max(0, stop - b_start)
@@ -329,10 +340,8 @@ class PGCatalogTool(UniqueObject, Folder):
             # Python slice semantics (negative starts) on the first `limit` rows
             python_slice = slice(b_start, b_start + b_size)
             offset, count = 0, limit if limit > 0 else None
-        sql = sql.format(count=", count(*) OVER ()")
-        if count is not None:
-            sql += " LIMIT %s"
-            params.append(count)
+        sql = counted if count is not None else counted.removesuffix(" LIMIT %s")
+        params = [*params, count] if count is not None else params
         if offset:
             sql += " OFFSET %s"
             params.append(offset)
@@ -340,20 +349,19 @@ class PGCatalogTool(UniqueObject, Folder):
         if rows:
             total = rows[0][2]
         else:
-            total = self._fetch(f"SELECT count(*) FROM object_state WHERE {stmt.where_sql()}", stmt.params)[0][0]
-        rows = [(zoid, path) for zoid, path, _ in rows]
+            total = self._fetch(f"SELECT count(*) FROM object_state WHERE {where}", stmt.params)[0][0]
+        rows = [row[:2] for row in rows]
         if python_slice is not None:
             rows = rows[python_slice]
-        return self._results(rows, total)
+        return self._results(rows, len(rows), total)
 
-    def _results(self, rows, total):
-        columns = self._pgc_columns
+    def _results(self, rows, length, total, load_rows=None):
         tool = self
 
         def wrap(brain):
             return brain.__of__(tool)
 
-        return CatalogResults(rows, total, columns, self._load_metadata, wrap)
+        return CatalogResults(rows, length, total, self._pgc_columns, self._load_metadata, wrap, load_rows)
 
     def _listAllowedRolesAndUsers(self, user) -> list[str]:
         result = user.getRoles()
