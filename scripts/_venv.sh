@@ -1,7 +1,15 @@
 # Shared by scripts/test and scripts/demo: find Python 3.12+, keep .venv current.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+# PGCATALOG_PLONE=6.1 installs the Plone 6.1 set (constraints-6.1.txt) into
+# .venv-6.1; the default is Plone 6.2 (constraints.txt) in .venv.
+if [ "${PGCATALOG_PLONE:-6.2}" = "6.1" ]; then
+    VENV="$ROOT/.venv-6.1"
+    CONSTRAINTS="$ROOT/constraints-6.1.txt"
+else
+    VENV="$ROOT/.venv"
+    CONSTRAINTS="$ROOT/constraints.txt"
+fi
 
 python_ok() {
     # 3.12+, but not CPython 3.13.0: its read-only Pickler.persistent_id
@@ -38,7 +46,7 @@ ensure_venv() {
     local extras="$1"
     local stamp="$VENV/.pgcatalog-$extras"
     local want
-    want="$(cat "$ROOT/setup.py" "$ROOT/constraints.txt" | sha256sum | cut -d' ' -f1)"
+    want="$(cat "$ROOT/setup.py" "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)"
     if [ ! -x "$VENV/bin/python" ] || ! python_ok "$VENV/bin/python"; then
         rm -rf "$VENV"
         "$(find_python)" -m venv "$VENV"
@@ -46,8 +54,9 @@ ensure_venv() {
     if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
         echo "Installing plone.pgcatalog[$extras] into .venv ..." >&2
         "$VENV/bin/python" -m pip install -q --disable-pip-version-check -U pip >&2
+        # setuptools explicitly: Plone 6.1's packages import pkg_resources
         "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-            -c "$ROOT/constraints.txt" -e "$ROOT[$extras]" >&2
+            -c "$CONSTRAINTS" -e "$ROOT[$extras]" setuptools >&2
         echo "$want" > "$stamp"
     fi
 }
