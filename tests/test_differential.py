@@ -14,6 +14,7 @@ from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
+from Products.CMFCore.indexing import processQueue
 from Products.CMFPlone.CatalogTool import CatalogTool
 
 from zope.component.hooks import setSite
@@ -144,30 +145,73 @@ class DifferentialTest(unittest.TestCase):
     def test_unrestricted(self):
         self.compare("unrestricted", unrestricted=True)
 
-    def test_api_find_after_edit_move_and_delete(self):
+    def edit_both(self):
+        """The same creations, edits, moves, transitions and deletions on
+        both sites, in the current transaction."""
         login(self.layer["app"], SITE_OWNER_NAME)
         for site in (self.pg, self.z):
             setSite(site)
             folder = api.content.create(container=site, type="Folder", id="target", title="Target")
+            api.content.create(container=folder, type="Document", id="fresh", title="Fresh copper", subject=("new",))
             doc = site["item-002"]
             doc.title = "Renamed river stone"
             doc.reindexObject()
             api.content.move(source=site["item-003"], target=folder)
             api.content.delete(obj=site["item-004"])
             api.content.transition(obj=folder, transition="publish")
-            transaction.commit()
+            api.content.transition(obj=folder["fresh"], transition="publish")
+            # CMFCore's queue finds the catalog of the current site: process
+            # it before the other site becomes current
+            processQueue()
+
+    def fresh_uids(self):
+        return [api.content.get(path="/target/fresh").UID() for site in (self.z, self.pg) if setSite(site) is None]
+
+    def compare_finds(self, label, uids):
         for query in (
             {"portal_type": "Folder", "sort_on": "sortable_title"},
             {"SearchableText": "renamed", "sort_on": "sortable_title"},
+            {"SearchableText": "copper", "sort_on": "sortable_title"},
+            {"Title": "river", "sort_on": "sortable_title"},
             {"path": {"query": "/target", "depth": 1}, "sort_on": "sortable_title"},
+            {"path": {"query": "/target"}, "sort_on": "sortable_title"},
             {"review_state": "published", "sort_on": "sortable_title"},
+            {"Subject": "new"},
             {"id": "item-004"},
+            {"id": "item-003"},
+            {"UID": "uid"},
         ):
             found = []
-            for site in (self.z, self.pg):
+            for site, uid in zip((self.z, self.pg), uids, strict=True):
                 setSite(site)
                 q = dict(query)
                 if "path" in q:
                     q["path"] = {**q["path"], "query": "/".join(site.getPhysicalPath()) + q["path"]["query"]}
-                found.append(relpaths(site, api.content.find(context=site, **q)))
-            self.assertEqual(found[0], found[1], query)
+                if "UID" in q:
+                    q["UID"] = uid
+                brains = api.content.find(context=site, **q)
+                found.append([(path, brain.Title, brain.review_state) for path, brain in zip(relpaths(site, brains), brains, strict=True)])
+            self.assertEqual(found[0], found[1], f"{label}: {query}")
+            self.assertTrue(found[0] or "id" in query or "deletion" in label, query)
+
+    def test_api_find_after_edit_move_and_delete(self):
+        self.edit_both()
+        transaction.commit()
+        self.compare_finds("committed", self.fresh_uids())
+
+    def test_search_sees_its_own_transaction(self):
+        """Read-your-writes, as ZCatalog: before the commit, searches see the
+        transaction's creations, edits, moves, transitions and deletions."""
+        self.edit_both()
+        uids = self.fresh_uids()
+        self.compare_finds("in the transaction", uids)
+        savepoint = transaction.savepoint()
+        for site in (self.pg, self.z):
+            setSite(site)
+            api.content.delete(obj=site["target"]["fresh"])
+            processQueue()
+        self.compare_finds("after a deletion", uids)
+        savepoint.rollback()
+        self.compare_finds("after a rollback", uids)
+        transaction.commit()
+        self.compare_finds("committed", uids)

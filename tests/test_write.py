@@ -153,3 +153,30 @@ class WriteTest(CatalogTestCase):
         # Only the (empty) word BTrees of the ZCTextIndex lexicons, created once at install
         self.assertLessEqual(len(catalog_btrees), 3 * len(self.catalog._lexicons()), closure_classes)
         self.assertEqual({o.meta_type for o in self.catalog.objectValues()}, {"ZCTextIndex Lexicon"})
+
+    def test_reads_see_pending_changes(self):
+        """Before the commit, every read path sees the transaction's changes."""
+        from plone.app.uuid.utils import uuidToObject
+
+        counter = self.catalog.getCounter()
+        doc = api.content.create(container=self.portal, type="Document", id="early", title="Early bird")
+        uid = doc.UID()
+        self.assertEqual(self.find(UID=uid), ["/early"])
+        self.assertIs(uuidToObject(uid).aq_base, doc.aq_base)
+        rid = self.catalog.getrid("/plone/early")
+        self.assertIsNotNone(rid)
+        self.assertEqual(self.catalog.getpath(rid), "/plone/early")
+        self.assertEqual(self.catalog.unrestrictedSearchResults(UID=uid)[0].Title, "Early bird")
+        self.assertEqual(self.catalog.getCounter(), counter + 1)
+        # metadata not refreshed by a partial reindex without update_metadata
+        doc.title = "Changed"
+        self.catalog.catalog_object(doc, idxs=["Title"], update_metadata=0)
+        brain = self.catalog.unrestrictedSearchResults(Title="changed")[0]
+        self.assertEqual(brain.Title, "Early bird")
+        self.assertEqual(self.find(Title="early"), [])
+        self.catalog.manage_catalogClear()
+        self.assertEqual(len(self.catalog), 0)
+        self.assertEqual(self.find(portal_type="Document"), [])
+        transaction.abort()
+        self.assertEqual(self.find(UID=uid), [])
+        self.assertEqual(self.catalog.getCounter(), counter)

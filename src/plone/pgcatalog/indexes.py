@@ -46,9 +46,8 @@ class IndexView:
         if self._def.kind in (r.FIELD, r.UUID):
             return [
                 zoid
-                for (zoid,) in self._tool._fetch(
-                    f"SELECT zoid FROM object_state WHERE idx IS NOT NULL AND {self._def.expression()} = %s",
-                    [value],
+                for (zoid,) in self._tool._select(
+                    "zoid", f"idx IS NOT NULL AND {self._def.expression()} = %s", [value]
                 )
             ]
         results = self._tool._unrestrictedSearchResults({self.id: value})

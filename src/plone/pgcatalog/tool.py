@@ -26,6 +26,9 @@ from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.extraction import extract
 from plone.pgcatalog.indexes import CatalogInternals
 from plone.pgcatalog.indexes import IndexesMapping
+from plone.pgcatalog.overlay import catalog_relation
+from plone.pgcatalog.overlay import has_changes
+from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.processor import CatalogStateProcessor
 from plone.pgcatalog.query import add_sort
@@ -290,9 +293,17 @@ class PGCatalogTool(UniqueObject, Folder):
     def _fetch(self, sql: str, params) -> list[tuple]:
         return fetch(self, sql, params)
 
+    def _select(self, columns: str, where: str, params) -> list[tuple]:
+        """``SELECT columns FROM <catalog rows> WHERE where``: the catalog as
+        this transaction sees it, its pending changes included."""
+        relation, relation_params = catalog_relation(get_pending())
+        return self._fetch(f"SELECT {columns} FROM {relation} WHERE {where}", [*relation_params, *params])
+
     def _load_metadata(self, zoids: list[int]) -> dict:
         rows = self._fetch("SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids])
-        return {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
+        found = {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
+        found.update(pending_metadata(get_pending(), zoids))
+        return found
 
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict."""
@@ -318,17 +329,15 @@ class PGCatalogTool(UniqueObject, Folder):
         order = ", ".join([*stmt.order, "zoid"])
         where = stmt.where_sql()
         params = [*stmt.params, *stmt.order_params]
-        counted = f"SELECT zoid, path, count(*) OVER () FROM object_state WHERE {where} ORDER BY {order} LIMIT %s"
+        counted = f"{where} ORDER BY {order} LIMIT %s"
+        select = "zoid, path, count(*) OVER ()"
 
         if b_size is None:
-            rows = self._fetch(counted, [*params, MIN_ROWS])
+            rows = self._select(select, counted, [*params, MIN_ROWS])
             total = rows[0][2] if rows else 0
 
             def load_rows(offset: int, limit: int) -> list[tuple]:
-                return self._fetch(
-                    f"SELECT zoid, path FROM object_state WHERE {where} ORDER BY {order} LIMIT %s OFFSET %s",
-                    [*params, limit, offset],
-                )
+                return self._select("zoid, path", f"{where} ORDER BY {order} LIMIT %s OFFSET %s", [*params, limit, offset])
 
             return self._results([row[:2] for row in rows], total, total, load_rows)
 
@@ -345,11 +354,11 @@ class PGCatalogTool(UniqueObject, Folder):
         if offset:
             sql += " OFFSET %s"
             params.append(offset)
-        rows = self._fetch(sql, params)
+        rows = self._select(select, sql, params)
         if rows:
             total = rows[0][2]
         else:
-            total = self._fetch(f"SELECT count(*) FROM object_state WHERE {where}", stmt.params)[0][0]
+            total = self._select("count(*)", where, stmt.params)[0][0]
         rows = [row[:2] for row in rows]
         if python_slice is not None:
             rows = rows[python_slice]
@@ -454,18 +463,20 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.private
     def getCounter(self) -> int:
         processQueue()
-        return self._fetch("SELECT value FROM pgcatalog_counter WHERE id = 1", [])[0][0]
+        counter = self._fetch("SELECT value FROM pgcatalog_counter WHERE id = 1", [])[0][0]
+        # the commit bumps the counter once for this transaction's changes
+        return counter + 1 if has_changes(get_pending()) else counter
 
     @security.protected(SearchZCatalog)
     def getpath(self, rid):
-        rows = self._fetch(f"SELECT path FROM object_state WHERE zoid = %s AND {CATALOGED}", [rid])
+        rows = self._select("path", f"zoid = %s AND {CATALOGED}", [rid])
         if not rows:
             raise KeyError(rid)
         return rows[0][0]
 
     @security.protected(SearchZCatalog)
     def getrid(self, path, default=None):
-        rows = self._fetch(f"SELECT zoid FROM object_state WHERE path = %s AND {CATALOGED}", [path])
+        rows = self._select("zoid", f"path = %s AND {CATALOGED}", [path])
         return rows[0][0] if rows else default
 
     @security.protected(SearchZCatalog)
@@ -477,17 +488,18 @@ class PGCatalogTool(UniqueObject, Folder):
         index = self._index_defs().get(name)
         if index is None:
             raise CatalogError(f"Unknown index: {name!r}")
-        if index.kind in (r.KEYWORD,):
-            sql = (
-                f"SELECT DISTINCT e FROM object_state, jsonb_array_elements_text({index.expression()}) AS e "
-                f"WHERE {CATALOGED} ORDER BY 1"
+        if index.kind == r.KEYWORD:
+            expr = index.expression()
+            rows = self._select(
+                f"DISTINCT jsonb_array_elements_text({expr})",
+                f"{CATALOGED} AND jsonb_typeof({expr}) = 'array' ORDER BY 1",
+                [],
             )
         elif index.kind in (r.FIELD, r.UUID):
-            sql = f"SELECT DISTINCT idx->>{index.key} FROM object_state WHERE {CATALOGED} AND idx ? %s ORDER BY 1"
-            return tuple(v for (v,) in self._fetch(sql, [index.name]))
+            rows = self._select(f"DISTINCT idx->>{index.key}", f"{CATALOGED} AND idx ? %s ORDER BY 1", [index.name])
         else:
             raise CatalogError(f"uniqueValuesFor is not supported for {index.kind} {name!r}")
-        return tuple(v for (v,) in self._fetch(sql, []))
+        return tuple(v for (v,) in rows)
 
     @property
     def Indexes(self) -> IndexesMapping:
@@ -498,7 +510,7 @@ class PGCatalogTool(UniqueObject, Folder):
         return CatalogInternals(self)
 
     def __len__(self):
-        return self._fetch(f"SELECT count(*) FROM object_state WHERE {CATALOGED}", [])[0][0]
+        return self._select("count(*)", CATALOGED, [])[0][0]
 
     def __bool__(self):
         return True

@@ -1,0 +1,94 @@
+"""Read-your-writes: this transaction's catalog changes over the committed rows.
+
+Plone searches right after it writes (create then find by UID; a workflow
+change reindexes the security of a subtree it finds by path), and ZCatalog
+answers from its in-memory indexes, changes included.  Here the changes wait
+in :mod:`pending` until the commit writes them with the objects, so a
+search made meanwhile reads from a relation that lays the pending rows over
+the committed ones: committed rows that the transaction re-cataloged,
+uncataloged or cleared drop out, the pending rows come in (a partial
+reindex merged into the committed row, as the commit will merge it).  The
+relation is named ``object_state`` and has the catalog's columns, so every
+query reads the same with or without it.  With nothing pending, searches
+read the table itself.
+"""
+
+from __future__ import annotations
+
+from plone.pgcatalog.pending import Pending
+from plone.pgcatalog.registry import OWN_COLUMN_NAMES
+
+import orjson
+
+
+_TYPES = {"searchable_text": "tsvector", "object_provides": "jsonb"}
+
+_OVERLAY = """(
+SELECT o.zoid, o.path, o.parent_path, o.path_depth, o.idx, {committed_own}
+  FROM object_state o
+ WHERE o.idx IS NOT NULL AND %s AND NOT (o.zoid = ANY(%s::bigint[])) AND NOT (o.path = ANY(%s::text[]))
+UNION ALL
+SELECT p.zoid, p.path, p.parent_path, p.path_depth,
+       CASE WHEN p.partial THEN jsonb_strip_nulls(COALESCE(o.idx, '{{}}'::jsonb) || p.idx) ELSE p.idx END,
+       {pending_own}
+  FROM jsonb_to_recordset(%s::jsonb) AS p(
+       zoid bigint, path text, parent_path text, path_depth integer, idx jsonb, partial boolean,
+       {pending_columns})
+  LEFT JOIN object_state o ON o.zoid = p.zoid
+) AS object_state""".format(
+    committed_own=", ".join(f"o.{c}" for c in OWN_COLUMN_NAMES),
+    pending_own=", ".join(f"CASE WHEN p.has_{c} THEN p.{c} ELSE o.{c} END AS {c}" for c in OWN_COLUMN_NAMES),
+    pending_columns=", ".join(
+        [f"{c} {_TYPES[c]}" for c in OWN_COLUMN_NAMES] + [f"has_{c} boolean" for c in OWN_COLUMN_NAMES]
+    ),
+)
+
+
+def has_changes(pending: Pending | None) -> bool:
+    return pending is not None and bool(pending.rows or pending.removed or pending.clear_all)
+
+
+def _pending_json(pending: Pending) -> str:
+    records = []
+    for zoid, row in pending.rows.items():
+        partial = row["partial"]
+        record = {
+            "zoid": zoid,
+            "path": row["path"],
+            "parent_path": row["parent_path"],
+            "path_depth": row["path_depth"],
+            # a partial row keeps its nulls: merged, they remove keys
+            "idx": row["idx"] if partial else {k: v for k, v in row["idx"].items() if v is not None},
+            "partial": partial,
+        }
+        for column in OWN_COLUMN_NAMES:
+            record[f"has_{column}"] = column in row or not partial
+            record[column] = row.get(column)
+        records.append(record)
+    return orjson.dumps(records).decode()
+
+
+def catalog_relation(pending: Pending | None) -> tuple[str, list]:
+    """SQL for the catalog rows as this transaction sees them, and its
+    parameters (they come before those of the WHERE clause)."""
+    if not has_changes(pending):
+        return "object_state", []
+    params = [
+        not pending.clear_all,
+        list(pending.rows),
+        list(pending.removed),
+        _pending_json(pending),
+    ]
+    return _OVERLAY, params
+
+
+def pending_metadata(pending: Pending | None, zoids) -> dict:
+    """Metadata of *zoids* that this transaction changed (or removed: None)."""
+    if not has_changes(pending):
+        return {}
+    found = {}
+    for zoid in zoids:
+        row = pending.rows.get(zoid)
+        if row is not None and row["meta"] is not None:
+            found[zoid] = row["meta"]
+    return found
