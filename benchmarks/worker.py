@@ -21,8 +21,11 @@ from workload import run_bare
 from workload import run_listing
 from workload import scenarios
 
+import cProfile
+import io
 import json
 import logging
+import pstats
 import sys
 import time
 import transaction
@@ -184,21 +187,43 @@ class Worker:
 
     def profile(self, size: int) -> None:
         """cProfile the listing variant of every scenario; write the stats."""
-        import cProfile
-        import io
-        import pstats
-
-        out = Path(self.config["out"]).with_suffix(f".{size}.prof.txt")
-        with out.open("w") as report:
-            for scenario in scenarios():
-                profiler = cProfile.Profile()
-                for _ in range(self.config["iterations"]):
-                    self.as_user(scenario)
-                    profiler.runcall(run_listing, self.catalog, scenario.query)
-                text = io.StringIO()
-                pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
-                report.write(f"==== {scenario.label} (listing) ====\n{text.getvalue()}\n")
+        sections = []
+        for scenario in scenarios():
+            profiler = cProfile.Profile()
+            for _ in range(self.config["iterations"]):
+                self.as_user(scenario)
+                profiler.runcall(run_listing, self.catalog, scenario.query)
+            sections.append((f"{scenario.label} (listing)", profiler))
         zopesite.login(self.app)
+        self.write_profile(f"{size}.prof.txt", sections)
+
+    def profile_writes(self, count: int = 50) -> None:
+        """cProfile creating and modifying *count* documents (one
+        transaction each) and a ``clearFindAndRebuild``; untimed."""
+        create, modify, rebuild = cProfile.Profile(), cProfile.Profile(), cProfile.Profile()
+        for number in range(self.docs, self.docs + count):
+            create.runcall(zopesite.add_document, self.site, doc_spec(number))
+            create.runcall(transaction.commit)
+        self.docs += count
+        for number in range(count):
+            modify.runcall(zopesite.edit_document, self.site, number)
+            modify.runcall(transaction.commit)
+        rebuild.runcall(self.catalog.clearFindAndRebuild)
+        rebuild.runcall(transaction.commit)
+        sections = [
+            (f"creation, {count} docs", create),
+            (f"modification, {count} docs", modify),
+            (f"clearFindAndRebuild, {self.docs} docs", rebuild),
+        ]
+        self.write_profile("writes.prof.txt", sections)
+
+    def write_profile(self, suffix: str, sections: list[tuple[str, cProfile.Profile]]) -> None:
+        out = Path(self.config["out"]).with_suffix(f".{suffix}")
+        with out.open("w") as report:
+            for title, profiler in sections:
+                text = io.StringIO()
+                pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(40)
+                report.write(f"==== {title} ====\n{text.getvalue()}\n")
         log(f"{self.backend}: profile written to {out}")
 
     # -- the run -----------------------------------------------------------------
@@ -221,6 +246,8 @@ class Worker:
             if size == config.get("rebuild_at"):
                 self.result["rebuild"] = self.rebuild()
             self.result["sizes"][str(size)] = entry
+        if config.get("profile") and self.backend == "pgcatalog":
+            self.profile_writes()
         transaction.abort()
         self.app._p_jar.db().close()
         return self.result
