@@ -27,6 +27,7 @@ def plain_log_axis(axis) -> None:
     """Log scale with plain numbers (0.2, 1, 5) instead of powers of ten."""
     formatter = ticker.FuncFormatter(lambda value, _: f"{value:g}")
     axis.set_major_formatter(formatter)
+    axis.set_minor_locator(ticker.LogLocator(base=10, subs=(2.0, 5.0)))
     axis.set_minor_formatter(formatter)
 
 
