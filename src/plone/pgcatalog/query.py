@@ -216,12 +216,12 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     if q.get("range"):
         raise ValueError(f"index {index.name!r}: range queries on keywords are not supported yet")
     if keys:
-        joiner = " AND " if q.get("operator") == "and" else " OR "
-        parts = []
-        for key in keys:
-            parts.append(f"{expr} @> %s::jsonb")
-            stmt.params.append(orjson.dumps([key]).decode())
-        stmt.where.append("(" + joiner.join(parts) + ")")
+        if q.get("operator") == "and":
+            # one containment test for all keys
+            stmt.where.append(f"{expr} @> %s::jsonb")
+            stmt.params.append(orjson.dumps(keys).decode())
+        else:
+            stmt.where.append("(" + " OR ".join(_any_of(expr, keys, stmt)) + ")")
     elif not not_keys:
         raise Nothing
     if not_keys:
@@ -230,6 +230,24 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
             parts.append(f"{expr} @> %s::jsonb")
             stmt.params.append(orjson.dumps([key]).decode())
         stmt.where.append(f"({expr} IS NULL OR NOT (" + " OR ".join(parts) + "))")
+
+
+def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
+    """Tests that *expr* holds any of *keys*.  Several strings become one
+    ``?|`` (one lookup per row instead of one per key); a single string
+    stays a containment, which the planner estimates better."""
+    strings = [k for k in keys if isinstance(k, str)]
+    others = [k for k in keys if not isinstance(k, str)]
+    parts = []
+    if len(strings) > 1:
+        parts.append(f"{expr} ?| %s::text[]")
+        stmt.params.append(strings)
+    else:
+        others = strings + others
+    for key in others:
+        parts.append(f"{expr} @> %s::jsonb")
+        stmt.params.append(orjson.dumps([key]).decode())
+    return parts
 
 
 def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
