@@ -59,6 +59,8 @@ def field_value(obj, index: r.IndexDef):
         return _marker
     if index.kind == r.BOOLEAN:
         return bool(value)
+    if index.kind == r.GOPIP:  # compared as bigint
+        return value if isinstance(value, int) and not isinstance(value, bool) else _marker
     return json_scalar(value)
 
 

@@ -43,7 +43,7 @@ class IndexView:
         return self.id
 
     def _rids(self, value):
-        if self._def.kind in (r.FIELD, r.UUID):
+        if self._def.kind in (r.FIELD, r.UUID) and self._def.sql_type == "text":
             return [
                 zoid
                 for (zoid,) in self._tool._select(

@@ -146,19 +146,17 @@ def _scalar(index: r.IndexDef, value):
     return value
 
 
-def _param(index: r.IndexDef, value):
-    if index.value_type == r.TEXT_VALUE:
+def _param(sql_type: str, value):
+    if sql_type == "text":
         return value if isinstance(value, str) else str(value)
-    return orjson.dumps(value).decode()
+    if sql_type == "jsonb":
+        return orjson.dumps(value).decode()
+    return value
 
 
-def _cast(index: r.IndexDef) -> str:
-    return "::text" if index.value_type == r.TEXT_VALUE else "::jsonb"
-
-
-def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str) -> tuple[list[str], list]:
+def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -> tuple[list[str], list]:
     """WHERE clauses of a field-like index over *expr* (ZCatalog's UnIndex)."""
-    cast = _cast(index)
+    cast = f"::{sql_type}"
     where, params = [], []
     keys = [_scalar(index, k) for k in q.keys if k is not None]
     not_keys = [_scalar(index, k) for k in q.get("not") or () if k is not None]
@@ -167,7 +165,7 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str) -> tuple[list[st
         # BooleanIndex knows only ``query``; documents without a value never match.
         if not keys:
             raise Nothing
-        return [f"{expr} = ANY(%s{cast}[])"], [[_param(index, k) for k in keys]]
+        return [f"{expr} = ANY(%s{cast}[])"], [[_param(sql_type, k) for k in keys]]
     if range_:
         range_ = str(range_)
         if not keys:
@@ -176,32 +174,32 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str) -> tuple[list[st
         hi = max(keys) if "max" in range_ else None
         if lo is not None:
             where.append(f"{expr} >= %s{cast}")
-            params.append(_param(index, lo))
+            params.append(_param(sql_type, lo))
         if hi:  # ZCatalog ignores a false upper bound (``if hi:``)
             where.append(f"{expr} <= %s{cast}")
-            params.append(_param(index, hi))
+            params.append(_param(sql_type, hi))
         if lo is None and not hi:
             where.append(f"{expr} IS NOT NULL")
     elif keys:
         where.append(f"{expr} = ANY(%s{cast}[])")
-        params.append([_param(index, k) for k in keys])
+        params.append([_param(sql_type, k) for k in keys])
     elif not not_keys:
         raise Nothing
     if not_keys:
         where.append(f"({expr} IS NULL OR NOT {expr} = ANY(%s{cast}[]))")
-        params.append([_param(index, k) for k in not_keys])
+        params.append([_param(sql_type, k) for k in not_keys])
     return where, params
 
 
 def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
-    where, params = _field_clauses(index, q, index.expression())
+    where, params = _field_clauses(index, q, index.expression(), index.sql_type)
     stmt.where.extend(where)
     stmt.params.extend(params)
 
 
 def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     """A DateRecurringIndex matches when any occurrence matches."""
-    where, params = _field_clauses(index, q, "e.value")
+    where, params = _field_clauses(index, q, "e.value", "jsonb")
     stmt.where.append(
         f"EXISTS (SELECT 1 FROM jsonb_array_elements({index.expression()}) AS e "
         f"WHERE {' AND '.join(where)})"

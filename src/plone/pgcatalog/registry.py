@@ -88,6 +88,19 @@ class IndexDef:
         return self.options.get("value_type", TEXT_VALUE)
 
     @property
+    def sql_type(self) -> str:
+        """The SQL type of :meth:`expression` for field-like indexes: dates
+        (integer minutes) and positions compare as bigint, booleans as
+        boolean, text in code point order, other values as JSONB."""
+        if self.kind in (DATE, GOPIP):
+            return "bigint"
+        if self.kind == BOOLEAN:
+            return "boolean"
+        if self.kind in (FIELD, UUID) and self.value_type == TEXT_VALUE:
+            return "text"
+        return "jsonb"
+
+    @property
     def sortable(self) -> bool:
         """ZCatalog sorts only on indexes with a ``documentToKeyMap``
         (a path index maps documents to their path strings)."""
@@ -106,9 +119,12 @@ class IndexDef:
     def expression(self) -> str:
         """The SQL expression that equality, ranges and sorting use."""
         if self.kind in (FIELD, UUID, DATE, BOOLEAN, GOPIP):
-            if self.value_type == TEXT_VALUE:
+            sql_type = self.sql_type
+            if sql_type == "text":
                 return f"((idx->>{self.key}) COLLATE \"C\")"
-            return f"(idx->{self.key})"
+            if sql_type == "jsonb":
+                return f"(idx->{self.key})"
+            return f"((idx->>{self.key})::{sql_type})"
         if self.column is not None:
             return self.column
         if self.kind in (KEYWORD, DATE_RECURRING):
