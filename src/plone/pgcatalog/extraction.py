@@ -38,21 +38,46 @@ def safe_callable(value) -> bool:
     return callable(value) and not isinstance(value, type)
 
 
-def _datum(obj, attr):
+class Attributes:
+    """The object's attributes as the catalog reads them (called if
+    callable), each read once per extraction: indexes and metadata columns
+    share most names (Title, review_state, modified...), and every read of
+    a plone.indexer wrapper costs an adapter lookup and often more."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self._read: dict[str, tuple[bool, object]] = {}
+
+    def read(self, name: str):
+        """The value of *name*; raises what reading or calling it raised."""
+        outcome = self._read.get(name)
+        if outcome is None:
+            try:
+                value = getattr(self.obj, name)
+                if safe_callable(value):
+                    value = value()
+                outcome = (True, value)
+            except Exception as exc:
+                outcome = (False, exc)
+            self._read[name] = outcome
+        ok, value = outcome
+        if not ok:
+            raise value
+        return value
+
+
+def _datum(attrs: Attributes, attr: str):
     """UnIndex's reading of an attribute: called if callable, else as is."""
     try:
-        value = getattr(obj, attr)
-        if safe_callable(value):
-            value = value()
+        return attrs.read(attr)
     except (AttributeError, TypeError):
         return _marker
-    return value
 
 
-def field_value(obj, index: r.IndexDef):
+def field_value(attrs: Attributes, index: r.IndexDef):
     value = _marker
     for attr in index.attrs or (index.name,):
-        datum = _datum(obj, attr)
+        datum = _datum(attrs, attr)
         if datum is not _marker and datum is not None and datum is not MV:
             value = datum
     if value is _marker:
@@ -75,16 +100,11 @@ def json_scalar(value):
     return str(value)
 
 
-def keyword_values(obj, index: r.IndexDef):
+def keyword_values(attrs: Attributes, index: r.IndexDef):
     keywords = []
     for attr in index.attrs or (index.name,):
-        value = getattr(obj, attr, ())
-        if safe_callable(value):
-            try:
-                value = value()
-            except (AttributeError, TypeError):
-                continue
-        if not value:
+        value = _datum(attrs, attr)
+        if value is _marker or not value:
             continue
         if isinstance(value, (str, bytes)):
             value = (value,)
@@ -100,10 +120,10 @@ def keyword_values(obj, index: r.IndexDef):
     return keywords or _marker
 
 
-def date_value(obj, index: r.IndexDef):
+def date_value(attrs: Attributes, index: r.IndexDef):
     result = _marker
     for attr in index.attrs or (index.name,):
-        datum = _datum(obj, attr)
+        datum = _datum(attrs, attr)
         if datum is _marker or datum is None:
             continue
         try:
@@ -145,7 +165,7 @@ def _range_floor_ceiling():
     return -510162480, 278751600
 
 
-def date_range_value(obj, index: r.IndexDef):
+def date_range_value(attrs: Attributes, index: r.IndexDef):
     since_field = index.options.get("since_field")
     until_field = index.options.get("until_field")
     if not since_field:
@@ -153,23 +173,21 @@ def date_range_value(obj, index: r.IndexDef):
     precision = index.options.get("precision", 0)
     values = []
     for name in (since_field, until_field):
-        value = getattr(obj, name, None) if name else None
-        if safe_callable(value):
-            value = value()
-        values.append(range_minutes(value, precision))
+        value = _datum(attrs, name) if name else None
+        values.append(range_minutes(None if value is _marker else value, precision))
     return values
 
 
-def recurring_value(obj, index: r.IndexDef):
-    value = date_value(obj, index)
+def recurring_value(attrs: Attributes, index: r.IndexDef):
+    value = date_value(attrs, index)
     return _marker if value is _marker else [value]
 
 
-def text_words(obj, index: r.IndexDef, pipeline) -> list[str]:
+def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str]:
     """The words ZCTextIndex would index, after the lexicon's pipeline."""
     words = []
     for attr in index.attrs or (index.name,):
-        datum = _datum(obj, attr)
+        datum = _datum(attrs, attr)
         if datum is _marker or datum is None or datum is MV:
             continue
         if isinstance(datum, (list, tuple)):
@@ -215,13 +233,16 @@ def path_columns(uid: str) -> dict:
     return {"path": uid, "parent_path": parent or "/", "path_depth": uid.count("/")}
 
 
-def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
+def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata: bool = True) -> dict:
     """Extract a catalog row for *obj* cataloged under *uid*.
 
     Returns ``{"idx": {...}, "meta": {...}}`` plus the path columns and
-    the own columns of the indexes that have one (``searchable_text``...).  With *idxs*, only those indexes are extracted
-    (``idx`` then holds a partial update) and ``partial`` is True.
+    the own columns of the indexes that have one (``searchable_text``...).
+    With *idxs*, only those indexes are extracted (``idx`` then holds a
+    partial update) and ``partial`` is True; without *with_metadata*,
+    ``meta`` is None (the committed metadata stays).
     """
+    attrs = Attributes(obj)
     wanted = None if not idxs else set(idxs)
     idx = {}
     row = {"partial": wanted is not None}
@@ -233,18 +254,18 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
             continue
         if kind == r.TEXT:
             pipeline = pipelines.get(index.options.get("lexicon_id")) or fallback_pipeline
-            literal = tsvector_literal(text_words(obj, index, pipeline))
+            literal = tsvector_literal(text_words(attrs, index, pipeline))
             value = literal if literal is not None else _marker
         elif kind in (r.FIELD, r.UUID, r.BOOLEAN, r.GOPIP):
-            value = field_value(obj, index)
+            value = field_value(attrs, index)
         elif kind == r.KEYWORD:
-            value = keyword_values(obj, index)
+            value = keyword_values(attrs, index)
         elif kind == r.DATE:
-            value = date_value(obj, index)
+            value = date_value(attrs, index)
         elif kind == r.DATE_RANGE:
-            value = date_range_value(obj, index)
+            value = date_range_value(attrs, index)
         elif kind == r.DATE_RECURRING:
-            value = recurring_value(obj, index)
+            value = recurring_value(attrs, index)
         else:  # pragma: no cover - registry only holds known kinds
             continue
         if index.column is not None:
@@ -252,7 +273,7 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None) -> dict:
         else:
             _put(idx, index.name, value)
     row["idx"] = idx
-    row["meta"] = metadata(obj, columns)
+    row["meta"] = metadata(attrs, columns) if with_metadata else None
     row.update(path_columns(uid))
     return row
 
@@ -263,17 +284,17 @@ def _put(idx: dict, name: str, value) -> None:
     idx[name] = None if value is _marker else value
 
 
-def metadata(obj, columns) -> dict:
+def metadata(attrs: Attributes, columns) -> dict:
     """Catalog.recordify: each column's value, called if callable."""
     meta = {}
     for name in columns:
-        value = getattr(obj, name, MV)
-        if value is not MV and safe_callable(value):
-            try:
-                value = value()
-            except Exception:
-                logger.exception("metadata %s of %r failed", name, aq_base(obj))
-                value = MV
+        try:
+            value = attrs.read(name)
+        except AttributeError:
+            continue
+        except Exception:
+            logger.exception("metadata %s of %r failed", name, aq_base(attrs.obj))
+            continue
         if value is MV:
             continue
         meta[name] = encode_metadata(value)

@@ -205,11 +205,9 @@ class PGCatalogTool(UniqueObject, Folder):
         defs = self._index_defs()
         if idxs:
             idxs = [name for name in idxs if name in defs]
-        row = extract(
-            wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None
-        )
-        if row["partial"] and not update_metadata:
-            row["meta"] = None
+        # ZCatalog refreshes metadata unless a partial reindex declines it
+        with_metadata = bool(update_metadata) or not idxs
+        row = extract(wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None, with_metadata)
         get_pending(create=True).catalog(zoid, row)
 
     @security.protected(ManageZCatalogEntries)
