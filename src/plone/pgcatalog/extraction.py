@@ -172,9 +172,10 @@ def date_range_value(attrs: Attributes, index: r.IndexDef):
         return _marker
     precision = index.options.get("precision", 0)
     values = []
-    for name in (since_field, until_field):
+    for name, open_end in ((since_field, r.OPEN_START), (until_field, r.OPEN_END)):
         value = _datum(attrs, name) if name else None
-        values.append(range_minutes(None if value is _marker else value, precision))
+        minutes = range_minutes(None if value is _marker else value, precision)
+        values.append(open_end if minutes is None else minutes)
     return values
 
 

@@ -116,3 +116,7 @@ class CatalogStateProcessor:
                 (list(pending.removed), list(pending.rows)),
             )
         cursor.execute("UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1")
+        if pending.clear_all or pending.ddl:
+            # a rebuild or new indexes: statistics for the planner right away,
+            # not when autovacuum gets to it (ANALYZE sees this transaction's rows)
+            cursor.execute("ANALYZE object_state")

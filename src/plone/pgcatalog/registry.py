@@ -50,6 +50,10 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,62}$")
 
 SEARCHABLE_TEXT = "SearchableText"
 
+# A DateRangeIndex's open ends, in minutes: beyond its floor and ceiling.
+OPEN_START = -(2**31)
+OPEN_END = 2**31 - 1
+
 # Indexes whose values live in a column of their own rather than in
 # ``idx``: SearchableText's tsvector and the long interface list of
 # object_provides would push ``idx`` past PostgreSQL's TOAST threshold, and
@@ -138,11 +142,9 @@ class IndexDef:
         raise TypeError(f"no expression for {self.kind}")
 
     def range_expressions(self) -> tuple[str, str]:
-        """Start and end of a DateRangeIndex; open ends become the extremes."""
-        return (
-            f"COALESCE((idx->{self.key}->>0)::bigint, -1)",
-            f"COALESCE((idx->{self.key}->>1)::bigint, 2147483647)",
-        )
+        """Start and end of a DateRangeIndex (open ends are stored as
+        :data:`OPEN_START` / :data:`OPEN_END`)."""
+        return (f"((idx->{self.key}->>0)::bigint)", f"((idx->{self.key}->>1)::bigint)")
 
     def to_data(self) -> dict:
         return {"name": self.name, "kind": self.kind, "attrs": list(self.attrs), "options": dict(self.options)}

@@ -17,6 +17,7 @@ from Acquisition import Implicit
 from Missing import MV
 from plone.pgcatalog.values import decode_metadata
 from Products.ZCatalog.interfaces import ICatalogBrain
+from ZTUtils.Lazy import _marker
 from ZTUtils.Lazy import Lazy
 from zope.globalrequest import getRequest
 from zope.interface import implementer
@@ -37,15 +38,19 @@ class CatalogResults(Lazy):
     (plone.app.contentlisting adapts those).
 
     ``len()`` is the number of rows in the result (the batch, when the query
-    was batched); ``actual_result_count`` is the number of matches.  The
-    search may hand over only the first rows: the others are selected when
-    first used, a window at a time, by *load_rows(offset, limit)*.
+    was batched); ``actual_result_count`` is the number of matches.  Both
+    are counted in the database when first asked for, unless the rows
+    already tell (a short result, a last batch): a page of a large result
+    needs neither, and the search then stops at the page.  The search may
+    hand over only the first rows: the others are selected when first
+    used, a window at a time, by *load_rows(offset, limit)*.
     """
 
-    def __init__(self, rows, length, actual_result_count, columns, load_metadata, wrap, load_rows=None):
+    def __init__(self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None):
         self._rows = dict(enumerate(rows))  # position -> (zoid, path)
-        self._len = length
-        self.actual_result_count = actual_result_count
+        self._length = length  # None: the number of matches
+        self._total = total  # None: not counted yet
+        self._count = count  # callable() -> number of matches
         self._columns = frozenset(columns)
         self._load_metadata = load_metadata  # callable(list[zoid]) -> {zoid: meta}
         self._load_rows = load_rows  # callable(offset, limit) -> [(zoid, path), ...]
@@ -54,37 +59,69 @@ class CatalogResults(Lazy):
         self._loaded = set()
         self.metadata_queries = 0
         self.row_queries = 0
+        self.count_queries = 0
+
+    def _matches(self) -> int:
+        if self._total is None:
+            self.count_queries += 1
+            self._total = self._count()
+        return self._total
+
+    @property
+    def actual_result_count(self) -> int:
+        if self._rlen is not _marker:  # a caller set it (plone.app.querystring does)
+            return self._rlen
+        return self._matches()
+
+    @actual_result_count.setter
+    def actual_result_count(self, value) -> None:
+        self._rlen = value
 
     def __len__(self):
-        return self._len
+        if self._length is None:
+            self._length = self._matches()
+        return self._length
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(self._len))]
+            return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
+            index += len(self)
+        if index < 0 or (self._length is not None and index >= self._length):
             raise IndexError(index)
-        brain = self._brains.get(index)
-        if brain is None:
-            zoid, path = self._row(index)
-            brain = self._brains[index] = CatalogBrain(self, index, zoid, path)
-        return self._wrap(brain)
+        return self._brain(index)
 
     def __iter__(self):
-        for i in range(self._len):
-            yield self[i]
+        # no count needed: walk until the rows run out
+        position = 0
+        while self._length is None or position < self._length:
+            try:
+                brain = self._brain(position)
+            except IndexError:
+                self._length = self._total = position
+                return
+            yield brain
+            position += 1
+
+    def _brain(self, position: int):
+        brain = self._brains.get(position)
+        if brain is None:
+            zoid, path = self._row(position)
+            brain = self._brains[position] = CatalogBrain(self, position, zoid, path)
+        return self._wrap(brain)
 
     def _row(self, position: int) -> tuple[int, str]:
         row = self._rows.get(position)
         if row is None:
+            if self._load_rows is None:
+                raise IndexError(position)
             # a window from here, growing with what was needed so far
             window = max(MIN_ROWS, min(MAX_ROWS, len(self._rows)))
             self.row_queries += 1
             for offset, found in enumerate(self._load_rows(position, window), position):
                 self._rows.setdefault(offset, found)
             row = self._rows.get(position)
-            if row is None:  # the result shrank since the search (no snapshot)
+            if row is None:
                 raise IndexError(position)
         return row
 
@@ -92,9 +129,7 @@ class CatalogResults(Lazy):
         """Load metadata for a window of rows starting at *position*."""
         window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._loaded)))
         positions = [
-            p
-            for p in range(position, min(self._len, position + window))
-            if p not in self._loaded and (p in self._rows or p == position)
+            p for p in range(position, position + window) if p not in self._loaded and (p in self._rows or p == position)
         ]
         zoids = [self._row(p)[0] for p in positions]
         found = self._load_metadata(zoids)

@@ -4,7 +4,9 @@ The columns are added through zodb-pgjsonb's deferred, versioned schema
 hook (it runs them when no snapshot holds the table).  Expression indexes
 come from the registry's own expressions, so the SQL the query builder
 emits is exactly what the index was built on.  All indexes are partial
-(``WHERE idx IS NOT NULL``): most rows of ``object_state`` are not content.
+(``WHERE <expression> IS NOT NULL``): most rows of ``object_state`` are not
+content.  Queries leave out ``idx IS NOT NULL`` when a clause implies it,
+and statistics on every expression give the planner real row counts.
 """
 
 from __future__ import annotations
@@ -31,12 +33,17 @@ ALTER TABLE object_state
     ADD COLUMN IF NOT EXISTS meta JSONB,
     ADD COLUMN IF NOT EXISTS searchable_text TSVECTOR,
     ADD COLUMN IF NOT EXISTS object_provides JSONB;
-CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE {CATALOGED};
-CREATE INDEX IF NOT EXISTS pgcatalog_parent ON object_state (parent_path, path_depth) WHERE {CATALOGED};
+-- Keep idx inline and uncompressed: PostgreSQL then moves the object state,
+-- metadata and wide columns out of line first, and a search reads each row's
+-- idx from the heap page, without fetching or decompressing anything.
+ALTER TABLE object_state ALTER COLUMN idx SET STORAGE MAIN;
+CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE path IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pgcatalog_parent ON object_state (parent_path, path_depth) WHERE parent_path IS NOT NULL;
 CREATE TABLE IF NOT EXISTS pgcatalog_counter (id INTEGER PRIMARY KEY, value BIGINT NOT NULL);
 INSERT INTO pgcatalog_counter VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (searchable_text)
-    WHERE {CATALOGED};
+    WHERE searchable_text IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
 """
 
 
@@ -47,24 +54,25 @@ def index_name(index: r.IndexDef, expression: str) -> str:
 
 
 def index_ddl(index: r.IndexDef) -> list[str]:
-    """CREATE INDEX statements for one catalog index (may be none)."""
+    """DDL for one catalog index (may be none): an expression index, partial
+    on its expression being set (every query clause on it implies that, so
+    the planner may use it), and statistics on the expression, so that the
+    planner estimates how many rows a value matches."""
     kind = index.kind
     if kind == r.PATH or index.column == "searchable_text":
         return []  # served by the fixed indexes
     if kind == r.DATE_RANGE:
-        start, end = index.range_expressions()
-        expr = f"({start}), ({end})"
-        method = "btree"
-    elif kind in (r.KEYWORD, r.DATE_RECURRING):
-        expr = index.expression()
-        method = "gin"
-    elif kind == r.TEXT:
-        expr = index.expression()
-        method = "gin"
+        exprs = list(index.range_expressions())
     else:
-        expr = index.expression()
-        method = "btree"
-    name = index_name(index, expr)
-    return [
-        f"CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method} ({expr}) WHERE {CATALOGED}"
+        exprs = [index.expression()]
+    method = "gin" if kind in (r.KEYWORD, r.DATE_RECURRING, r.TEXT) else "btree"
+    columns = ", ".join(exprs)
+    name = index_name(index, columns)
+    ddl = [
+        f"CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method} ({columns}) "
+        f"WHERE ({exprs[0]}) IS NOT NULL"
     ]
+    if index.column is None:  # a column of its own has column statistics
+        stats_on = ", ".join(f"({e})" for e in exprs)
+        ddl.append(f"CREATE STATISTICS IF NOT EXISTS {name}_stats ON {stats_on} FROM object_state")
+    return ddl

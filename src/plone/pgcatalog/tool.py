@@ -327,48 +327,40 @@ class PGCatalogTool(UniqueObject, Folder):
         order = ", ".join([*stmt.order, "zoid"])
         where = stmt.where_sql()
         params = [*stmt.params, *stmt.order_params]
-        counted = f"{where} ORDER BY {order} LIMIT %s"
-        select = "zoid, path, count(*) OVER ()"
+        ordered = f"{where} ORDER BY {order}"
+
+        def count() -> int:
+            return self._select("count(*)", where, stmt.params)[0][0]
+
+        def load_rows(offset: int, limit: int) -> list[tuple]:
+            return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
 
         if b_size is None:
-            rows = self._select(select, counted, [*params, MIN_ROWS])
-            total = rows[0][2] if rows else 0
+            # the first rows; more, and the count, when somebody wants them
+            rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+            known = len(rows) if len(rows) < MIN_ROWS else None
+            return self._results(rows, length=known, total=known, count=count, load_rows=load_rows)
 
-            def load_rows(offset: int, limit: int) -> list[tuple]:
-                return self._select("zoid, path", f"{where} ORDER BY {order} LIMIT %s OFFSET %s", [*params, limit, offset])
-
-            return self._results([row[:2] for row in rows], total, total, load_rows)
-
-        python_slice = None
         if b_start >= 0 and b_size >= 0 and limit >= 0:
-            stop = min(b_start + b_size, limit)
-            offset, count = b_start, max(0, stop - b_start)
-        else:
-            # Python slice semantics (negative starts) on the first `limit` rows
-            python_slice = slice(b_start, b_start + b_size)
-            offset, count = 0, limit if limit > 0 else None
-        sql = counted if count is not None else counted.removesuffix(" LIMIT %s")
-        params = [*params, count] if count is not None else params
-        if offset:
-            sql += " OFFSET %s"
-            params.append(offset)
-        rows = self._select(select, sql, params)
-        if rows:
-            total = rows[0][2]
-        else:
-            total = self._select("count(*)", where, stmt.params)[0][0]
-        rows = [row[:2] for row in rows]
-        if python_slice is not None:
-            rows = rows[python_slice]
-        return self._results(rows, len(rows), total)
+            offset = b_start
+            size = max(0, min(b_start + b_size, limit) - b_start)
+            rows = load_rows(offset, size) if size else []
+            # a short batch ends the result: the count is known
+            total = offset + len(rows) if 0 < len(rows) < size or (offset == 0 and len(rows) < size) else None
+            return self._results(rows, length=len(rows), total=total, count=count)
+        # Python slice semantics (negative starts) on the first `limit` rows
+        first = load_rows(0, limit) if limit > 0 else self._select("zoid, path", ordered, params)
+        rows = first[slice(b_start, b_start + b_size)]
+        total = len(first) if limit <= 0 or len(first) < limit else None
+        return self._results(rows, length=len(rows), total=total, count=count)
 
-    def _results(self, rows, length, total, load_rows=None):
+    def _results(self, rows, **kw):
         tool = self
 
         def wrap(brain):
             return brain.__of__(tool)
 
-        return CatalogResults(rows, length, total, self._pgc_columns, self._load_metadata, wrap, load_rows)
+        return CatalogResults(rows, self._pgc_columns, self._load_metadata, wrap, **kw)
 
     def _listAllowedRolesAndUsers(self, user) -> list[str]:
         result = user.getRoles()
