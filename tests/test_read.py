@@ -72,12 +72,11 @@ class ReadTest(CatalogTestCase):
 
         with mock.patch.object(PGCatalogTool, "_fetch", spy):
             results = self.catalog(portal_type="Document", sort_on="sortable_title")
-            self.assertEqual(fetched, [100])  # the search moved 100 rows, not 1000, and counted nothing
-            self.assertEqual(len(results), 1000)  # one count, one row
+            self.assertEqual(len(results), 1000)
             self.assertEqual(results.actual_result_count, 1000)
-            self.assertEqual(fetched, [100, 1])
+            self.assertEqual(fetched, [100])  # the search moved 100 rows and the count, not 1000 rows
             self.assertEqual(results[950].getId, "d0950")  # a jump: a window from there
-            self.assertEqual(fetched[2], 50)
+            self.assertEqual(fetched[1], 50)
             ids = [b.getId for b in results]
             # a page of a large result: no count unless asked
             fetched.clear()
@@ -90,8 +89,7 @@ class ReadTest(CatalogTestCase):
         self.assertLessEqual(results.row_queries, 8)
         walked = self.catalog(portal_type="Document", sort_on="sortable_title")
         self.assertEqual(sum(1 for _ in walked), 1000)
-        self.assertEqual(walked.count_queries, 0)  # the walk found the end
-        self.assertEqual(len(walked), 1000)
+        self.assertEqual(walked.count_queries, 0)
         unsorted = self.catalog(portal_type="Document")
         self.assertEqual(sorted(b.getPath() for b in unsorted), sorted(f"/plone/many/d{i:04d}" for i in range(1000)))
         self.assertEqual([b.getRID() for b in unsorted], sorted(b.getRID() for b in unsorted))

@@ -38,12 +38,12 @@ class CatalogResults(Lazy):
     (plone.app.contentlisting adapts those).
 
     ``len()`` is the number of rows in the result (the batch, when the query
-    was batched); ``actual_result_count`` is the number of matches.  Both
-    are counted in the database when first asked for, unless the rows
-    already tell (a short result, a last batch): a page of a large result
-    needs neither, and the search then stops at the page.  The search may
-    hand over only the first rows: the others are selected when first
-    used, a window at a time, by *load_rows(offset, limit)*.
+    was batched); ``actual_result_count`` is the number of matches.  Of a
+    batch (``b_size``, ``sort_limit``) the matches are counted when first
+    asked for, unless the rows tell (a short last batch): the search for a
+    page of a large result then stops at the page.  An unbatched search
+    hands over its count and only its first rows: the others are selected
+    when first used, a window at a time, by *load_rows(offset, limit)*.
     """
 
     def __init__(self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None):

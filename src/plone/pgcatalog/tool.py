@@ -336,10 +336,11 @@ class PGCatalogTool(UniqueObject, Folder):
             return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
 
         if b_size is None:
-            # the first rows; more, and the count, when somebody wants them
-            rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
-            known = len(rows) if len(rows) < MIN_ROWS else None
-            return self._results(rows, length=known, total=known, count=count, load_rows=load_rows)
+            # the first rows and the count (len() is the count, and listings
+            # ask for it); more rows when somebody walks that far
+            rows = self._select("zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+            total = rows[0][2] if rows else 0
+            return self._results([row[:2] for row in rows], length=total, total=total, load_rows=load_rows)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
