@@ -27,7 +27,7 @@ def capture_sql() -> Iterator[list[Statement]]:
     captured: list[Statement] = []
     original = PGCatalogTool._fetch
 
-    def fetch(self, sql, params):
+    def fetch(self, sql: str, params) -> list[tuple]:
         captured.append((sql, list(params)))
         return original(self, sql, params)
 

@@ -40,7 +40,7 @@ def log(message: str) -> None:
 
 
 class Worker:
-    def __init__(self, config: dict):
+    def __init__(self, config: dict) -> None:
         self.config = config
         self.backend = config["backend"]
         self.result: dict = {"backend": self.backend, "sizes": {}}

@@ -7,6 +7,7 @@ backend: every backend gets exactly the same site.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import random
@@ -145,7 +146,7 @@ def scenarios() -> list[Scenario]:
     ]
 
 
-def run_bare(catalog, query: dict):
+def run_bare(catalog, query: dict) -> Sequence:
     """The bare search."""
     return catalog.searchResults(**query)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from DateTime import DateTime
 from pathlib import Path
+from typing import Any
 from workload import doc_spec
 from workload import DocSpec
 from workload import edited_texts
@@ -91,7 +92,7 @@ def write_config(backend: str, home: Path, dsn: str | None) -> Path:
     return conf
 
 
-def start_zope(conf: Path):
+def start_zope(conf: Path) -> Any:
     """Start Zope from *conf*; return the root application, wrapped in a
     request (the global request too) and logged in as a Manager."""
     from Testing.makerequest import makerequest
@@ -121,7 +122,7 @@ def login(app) -> None:
     newSecurityManager(None, app.acl_users.getUser(MANAGER).__of__(app.acl_users))
 
 
-def create_site(app, backend: str):
+def create_site(app, backend: str) -> Any:
     """Add the Plone site (and commit); pgcatalog gets its profile."""
     from Products.CMFPlone.factory import addPloneSite
     from zope.component.hooks import setSite
