@@ -105,6 +105,9 @@ class Statement:
     # planner would take it as independent of the other clauses and
     # underestimate every result ~25-fold on a typical site.
     strict: bool = False
+    # Ties are broken by record id, in the direction of the last sort key,
+    # as ZCatalog's sort of (key, rid) pairs does.
+    tiebreak: str = "zoid"
 
     def where_sql(self) -> str:
         return " AND ".join(self.where if self.strict else [CATALOGED, *self.where])
@@ -420,3 +423,4 @@ def add_sort(stmt: Statement, spec) -> None:
         stmt.where.append(f"{expr} IS NOT NULL")
         stmt.strict = True
         stmt.order.append(f"{expr} {'DESC' if descending else 'ASC'}")
+        stmt.tiebreak = "zoid DESC" if descending else "zoid"

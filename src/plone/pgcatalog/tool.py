@@ -322,9 +322,9 @@ class PGCatalogTool(UniqueObject, Folder):
         elif limit:
             b_size = limit
 
-        # zoid last: a total order, so that windows and batches are stable
-        # (ZCatalog's unsorted results come in record id order too)
-        order = ", ".join([*stmt.order, "zoid"])
+        # the record id last: a total order, so that windows and batches
+        # are stable (ZCatalog's unsorted results come in record id order too)
+        order = ", ".join([*stmt.order, stmt.tiebreak])
         where = stmt.where_sql()
         params = [*stmt.params, *stmt.order_params]
         ordered = f"{where} ORDER BY {order}"
