@@ -12,12 +12,15 @@ from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import query as query_module
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFPlone.CatalogTool import CatalogTool
 
 from zope.component.hooks import setSite
+
+from unittest import mock
 
 import transaction
 import unittest
@@ -77,6 +80,11 @@ def queries(site):
         {"sort_on": "sortable_title", "b_start": 500, "b_size": 5, "path": root},
         {"sort_on": "sortable_title", "sort_order": "reverse", "b_start": 0, "b_size": 7, "path": root},
         {"sort_on": ["portal_type", "sortable_title"], "sort_order": ["descending", "ascending"], "path": root},
+        {"sort_on": "sortable_title", "sort_limit": 2, "Subject": "alpha"},
+        {"sort_on": "sortable_title", "sort_order": "reverse", "b_start": 3, "b_size": 4, "review_state": "published"},
+        {"sort_on": "getObjPositionInParent", "b_start": 0, "b_size": 4, "path": {"query": root, "depth": 1}},
+        {"sort_on": "path", "sort_limit": 6, "portal_type": "Folder"},
+        {"sort_on": "sortable_title", "b_start": 0, "b_size": 3, "UID": uids},
         {"SearchableText": "river", "sort_on": "sortable_title"},
         {"SearchableText": "riv*", "sort_on": "sortable_title"},
         {"SearchableText": "river AND stone", "sort_on": "sortable_title"},
@@ -145,6 +153,14 @@ class DifferentialTest(unittest.TestCase):
     def test_unrestricted(self):
         self.compare("unrestricted", unrestricted=True)
 
+    def test_pages_by_walk_and_by_fallback(self):
+        """A sorted page is read off the sort index, or, when the walk finds
+        too few matches, by the plain query: both give ZCatalog's page."""
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for label, walk in (("walk finds all", 10**6), ("walk finds none", 0)):
+            with mock.patch.object(query_module, "walk_rows", lambda needed, walk=walk: walk):
+                self.compare(label)
+
     def edit_both(self):
         """The same creations, edits, moves, transitions and deletions on
         both sites, in the current transaction."""
@@ -176,6 +192,8 @@ class DifferentialTest(unittest.TestCase):
             {"path": {"query": "/target", "depth": 1}, "sort_on": "sortable_title"},
             {"path": {"query": "/target"}, "sort_on": "sortable_title"},
             {"review_state": "published", "sort_on": "sortable_title"},
+            {"review_state": "published", "sort_on": "sortable_title", "sort_order": "reverse", "sort_limit": 3},
+            {"path": {"query": "/target"}, "sort_on": "sortable_title", "b_start": 0, "b_size": 1},
             {"Subject": "new"},
             {"id": "item-004"},
             {"id": "item-003"},

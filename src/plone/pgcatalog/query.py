@@ -108,9 +108,24 @@ class Statement:
     # Ties are broken by record id, in the direction of the last sort key,
     # as ZCatalog's sort of (key, rid) pairs does.
     tiebreak: str = "zoid"
+    # The one sort key, when a B-tree index on (key, zoid) serves it: a
+    # short page of the result can then be read off that index (top_sql).
+    walk_key: tuple[str, str] | None = None
+    # A clause that keeps the result small (a UID, an object or a folder's
+    # children): the plain plan then beats walking the sort index.
+    selective: bool = False
 
     def where_sql(self) -> str:
         return " AND ".join(self.where if self.strict else [CATALOGED, *self.where])
+
+    def walks(self, needed: int) -> bool:
+        """Whether the first *needed* rows are best sought along the sort
+        index (:func:`top_sql`)."""
+        return self.walk_key is not None and not self.selective and 0 < needed <= WALK_MAX_ROWS
+
+
+# A page of at most this many rows is first sought by walking the sort index
+WALK_MAX_ROWS = 1000
 
 
 # -- per kind -----------------------------------------------------------------
@@ -205,6 +220,7 @@ def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     stmt.params.extend(params)
     if any(k is not None for k in q.keys):  # not only ``not``
         stmt.strict = True
+        stmt.selective |= index.kind == r.UUID and not q.get("range")
 
 
 def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -314,6 +330,7 @@ def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     joiner = " AND " if q.get("operator") == "and" else " OR "
     stmt.where.append("(" + joiner.join(parts) + ")")
     stmt.strict = True
+    stmt.selective |= depth in (0, 1)
 
 
 def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
@@ -420,7 +437,51 @@ def add_sort(stmt: Statement, spec) -> None:
     stmt.order_params = []
     for index, descending in spec:
         expr = index.expression()
+        direction = "DESC" if descending else "ASC"
         stmt.where.append(f"{expr} IS NOT NULL")
         stmt.strict = True
-        stmt.order.append(f"{expr} {'DESC' if descending else 'ASC'}")
-        stmt.tiebreak = "zoid DESC" if descending else "zoid"
+        stmt.order.append(f"{expr} {direction}")
+        stmt.tiebreak = f"zoid {direction}"
+    index, descending = spec[0]
+    if len(spec) == 1 and (index.kind in r.BTREE_KINDS or index.kind == r.PATH):
+        stmt.walk_key = (index.expression(), "DESC" if descending else "ASC")
+
+
+def walk_rows(needed: int) -> int:
+    """How far along the sort index to look for *needed* matches before
+    falling back: far enough when at least ~1 row in 10 matches."""
+    return 10 * needed + 200
+
+
+def top_sql(stmt: Statement, relation: tuple[str, list], needed: int, offset: int) -> tuple[str, list]:
+    """``SELECT zoid, path`` of rows ``offset`` to ``needed`` of a search
+    sorted on one key, in one statement.
+
+    The planner takes the clauses of a catalog query as independent, but
+    all of them hold only on catalog rows (a few percent of
+    ``object_state``), so it underestimates large results by orders of
+    magnitude and sorts all matches where walking the sort index would
+    stop after a page.  So the statement first walks the index itself, up
+    to :func:`walk_rows` entries, testing each row; only when that finds
+    too few matches (a selective query) does it run the plain query,
+    which the planner then serves well from the other indexes.
+    """
+    key, direction = stmt.walk_key
+    order = f"{key} {direction}, zoid {direction}"
+    where = stmt.where_sql()
+    rel, rel_params = relation
+    sql = f"""WITH hits AS (
+  SELECT zoid, path, k FROM (
+    SELECT zoid, path, {key} AS k, ({where}) AS ok FROM {rel}
+     WHERE {key} IS NOT NULL ORDER BY {order} LIMIT %s) AS walk
+   WHERE ok LIMIT %s)
+SELECT zoid, path FROM (
+  SELECT zoid, path, k FROM hits WHERE (SELECT count(*) FROM hits) = %s
+  UNION ALL
+  (SELECT zoid, path, {key} FROM {rel}
+    WHERE {where} AND (SELECT count(*) FROM hits) < %s ORDER BY {order} LIMIT %s)
+) AS top ORDER BY k {direction}, zoid {direction} OFFSET %s"""
+    # (in the order of their placeholders: the walk's test comes before its relation)
+    params = [*stmt.params, *rel_params, walk_rows(needed), needed, needed]
+    params += [*rel_params, *stmt.params, needed, needed, offset]
+    return sql, params

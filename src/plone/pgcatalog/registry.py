@@ -25,6 +25,8 @@ UUID = "UUIDIndex"
 TEXT = "ZCTextIndex"
 PATH = "ExtendedPathIndex"
 GOPIP = "GopipIndex"
+# Kinds stored in a B-tree on (expression, zoid): equality, ranges and sorting
+BTREE_KINDS = (FIELD, UUID, DATE, BOOLEAN, GOPIP)
 
 KINDS = (FIELD, KEYWORD, DATE, DATE_RANGE, DATE_RECURRING, BOOLEAN, UUID, TEXT, PATH, GOPIP)
 

@@ -54,8 +54,9 @@ def index_name(index: r.IndexDef, expression: str) -> str:
 
 
 def index_ddl(index: r.IndexDef) -> list[str]:
-    """DDL for one catalog index (may be none): an expression index, partial
-    on its expression being set (every query clause on it implies that, so
+    """DDL for one catalog index (may be none): an expression index (B-tree
+    ones end in ``zoid``, the tie-break of every sort), partial on its
+    expression being set (every query clause on it implies that, so
     the planner may use it), and statistics on the expression, so that the
     planner estimates how many rows a value matches."""
     kind = index.kind
@@ -67,6 +68,8 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         exprs = [index.expression()]
     method = "gin" if kind in (r.KEYWORD, r.DATE_RECURRING, r.TEXT) else "btree"
     columns = ", ".join(exprs)
+    if kind in r.BTREE_KINDS:
+        columns += ", zoid"  # in sort order with the tie-break: a page is an index walk
     name = index_name(index, columns)
     ddl = [
         f"CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method} ({columns}) "

@@ -35,6 +35,7 @@ from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.query import sort_spec
+from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
@@ -345,7 +346,10 @@ class PGCatalogTool(UniqueObject, Folder):
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
             size = max(0, min(b_start + b_size, limit) - b_start)
-            rows = load_rows(offset, size) if size else []
+            if size and stmt.walks(offset + size):
+                rows = self._fetch(*top_sql(stmt, catalog_relation(get_pending()), offset + size, offset))
+            else:
+                rows = load_rows(offset, size) if size else []
             # a short batch ends the result: the count is known
             total = offset + len(rows) if 0 < len(rows) < size or (offset == 0 and len(rows) < size) else None
             return self._results(rows, length=len(rows), total=total, count=count)
