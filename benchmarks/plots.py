@@ -96,7 +96,9 @@ def writes_plot(results: dict, path: Path) -> None:
     ]
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
     for ax, (title, value) in zip(axes, panels, strict=True):
-        ax.bar([LABELS[b] for b in backends], [value(b) for b in backends], color=[COLORS[b] for b in backends])
+        ax.bar(
+            [LABELS[b] for b in backends], [value(b) for b in backends], color=[COLORS[b] for b in backends]
+        )
         ax.set_title(title)
         ax.tick_params(axis="x", labelsize="small", rotation=15)
         ax.grid(axis="y", alpha=0.3)

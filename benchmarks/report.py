@@ -118,11 +118,16 @@ def writes_section(results: dict) -> list[str]:
     ]
     for size in sizes(results)[1:]:
         bulk = [data[b]["sizes"].get(str(size), {}).get("bulk") for b in backends]
-        rows.append([f"Bulk path to {size:,} docs, ms/doc"] + [ms(x["ms_per_doc"]) if x else "–" for x in bulk])
+        rows.append(
+            [f"Bulk path to {size:,} docs, ms/doc"] + [ms(x["ms_per_doc"]) if x else "–" for x in bulk]
+        )
     rebuild = [data[b].get("rebuild") for b in backends]
     if any(rebuild):
         docs = next(r["docs"] for r in rebuild if r)
-        rows.append([f"clearFindAndRebuild ({docs:,} docs), s"] + [f"{r['seconds']:.1f}" if r else "–" for r in rebuild])
+        rows.append(
+            [f"clearFindAndRebuild ({docs:,} docs), s"]
+            + [f"{r['seconds']:.1f}" if r else "–" for r in rebuild]
+        )
     return [
         "## Writes",
         "",
@@ -203,7 +208,7 @@ def method_section(results: dict) -> list[str]:
         "- SQL floor: the statements the catalog tool sent for the scenario (captured by",
         "  wrapping `PGCatalogTool._fetch`; for the listing, the search and the metadata query),",
         "  run prepared on one autocommit psycopg connection, fetching all rows.",
-        "- *Results* shows the number of matches (\"n of m\": a batch of n among m) and flags",
+        '- *Results* shows the number of matches ("n of m": a batch of n among m) and flags',
         "  backends that disagree.",
         "",
     ]

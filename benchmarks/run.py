@@ -42,18 +42,28 @@ MODES = {
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", dest="mode", action="store_const", const="quick", help="500 and 2,000 docs (default)")
-    mode.add_argument("--full", dest="mode", action="store_const", const="full", help="500, 5,000 and 20,000 docs")
+    mode.add_argument(
+        "--quick", dest="mode", action="store_const", const="quick", help="500 and 2,000 docs (default)"
+    )
+    mode.add_argument(
+        "--full", dest="mode", action="store_const", const="full", help="500, 5,000 and 20,000 docs"
+    )
     parser.set_defaults(mode="quick")
-    parser.add_argument("--docs", type=int, nargs="+", help="document counts to query at (overrides the mode)")
+    parser.add_argument(
+        "--docs", type=int, nargs="+", help="document counts to query at (overrides the mode)"
+    )
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     parser.add_argument("--timed-docs", type=int, default=500, help="documents created one transaction each")
     parser.add_argument("--rebuild-at", type=int, help="time clearFindAndRebuild at this document count")
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--profile", action="store_true", help="cProfile pgcatalog's listings (results/*.prof.txt)")
+    parser.add_argument(
+        "--profile", action="store_true", help="cProfile pgcatalog's listings (results/*.prof.txt)"
+    )
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md")
     parser.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="only render the report")
     return parser.parse_args(argv)
@@ -121,7 +131,9 @@ def run(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     with pg_server() as server_dsn:
         results["meta"]["postgresql"] = server_version(server_dsn)
-        results["meta"]["server"] = "PGCATALOG_BENCH_DSN" if os.environ.get("PGCATALOG_BENCH_DSN") else "pgserver"
+        results["meta"]["server"] = (
+            "PGCATALOG_BENCH_DSN" if os.environ.get("PGCATALOG_BENCH_DSN") else "pgserver"
+        )
         for backend in args.backends:
             out = RESULTS / f"{stamp}-{backend}.json"
             results["backends"][backend] = run_backend(backend, server_dsn, settings, out)

@@ -117,11 +117,15 @@ def query_checks(results: dict) -> list[Check]:
             checks.append(Check(f"{label} vs RelStorage @{small:,}", vs("relstorage", small), 1.0, note=note))
             if large != small:
                 note = "" if large == LARGE_SITE else f"target at {LARGE_SITE:,} docs"
-                checks.append(Check(f"{label} vs RelStorage @{large:,}", vs("relstorage", large), 10.0, note=note))
+                checks.append(
+                    Check(f"{label} vs RelStorage @{large:,}", vs("relstorage", large), 10.0, note=note)
+                )
             for size in measured:
                 floor = vs("floor", size)
                 checks.append(
-                    Check(f"{label} / SQL floor @{size:,}", None if not floor else 1 / floor, 1.5, at_most=True)
+                    Check(
+                        f"{label} / SQL floor @{size:,}", None if not floor else 1 / floor, 1.5, at_most=True
+                    )
                 )
     return checks
 

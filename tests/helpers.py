@@ -75,4 +75,4 @@ def build_content(site, seed=7, count=40):
 
 def relpaths(site, results):
     prefix = "/".join(site.getPhysicalPath())
-    return [brain.getPath()[len(prefix):] for brain in results]
+    return [brain.getPath()[len(prefix) :] for brain in results]

@@ -29,7 +29,9 @@ import unittest
 def queries(site):
     """Queries over every index kind of the core slice, for *site*."""
     root = "/".join(site.getPhysicalPath())
-    some = sorted(site.portal_catalog.unrestrictedSearchResults(portal_type="Document"), key=lambda b: b.getPath())
+    some = sorted(
+        site.portal_catalog.unrestrictedSearchResults(portal_type="Document"), key=lambda b: b.getPath()
+    )
     uid = some[0].UID if some else "none"
     uids = [b.UID for b in some[:3]]
     now = DateTime()
@@ -52,24 +54,37 @@ def queries(site):
         {"path": {"query": root, "depth": 1}, "sort_on": "getObjPositionInParent"},
         {"path": {"query": root, "depth": 0}},
         {"path": {"query": root, "depth": 2}, "sort_on": "sortable_title"},
-        {"path": {"query": [root + "/item-000", root + "/item-001"], "depth": -1}, "sort_on": "sortable_title"},
+        {
+            "path": {"query": [root + "/item-000", root + "/item-001"], "depth": -1},
+            "sort_on": "sortable_title",
+        },
         {"path": root + "/nonexistent"},
         {"path": root, "sort_on": "path", "sort_order": "reverse"},
         {"object_provides": "plone.app.contenttypes.interfaces.IDocument", "sort_on": "sortable_title"},
         {
             "object_provides": {
-                "query": ["plone.app.contenttypes.interfaces.IFolder", "plone.app.contenttypes.interfaces.IEvent"]
+                "query": [
+                    "plone.app.contenttypes.interfaces.IFolder",
+                    "plone.app.contenttypes.interfaces.IEvent",
+                ]
             },
             "sort_on": "sortable_title",
         },
         {
             "object_provides": {
-                "query": ["plone.dexterity.interfaces.IDexterityContainer", "plone.app.contenttypes.interfaces.IFolder"],
+                "query": [
+                    "plone.dexterity.interfaces.IDexterityContainer",
+                    "plone.app.contenttypes.interfaces.IFolder",
+                ],
                 "operator": "and",
             },
             "sort_on": "sortable_title",
         },
-        {"object_provides": {"not": "plone.app.contenttypes.interfaces.IDocument"}, "path": root, "sort_on": "path"},
+        {
+            "object_provides": {"not": "plone.app.contenttypes.interfaces.IDocument"},
+            "path": root,
+            "sort_on": "path",
+        },
         {"created": {"query": now - 1, "range": "min"}, "sort_on": "sortable_title"},
         {"created": {"query": [now + 1, now - 1], "range": "min:max"}, "sort_on": "sortable_title"},
         {"modified": {"query": now + 1, "range": "max"}, "sort_on": "sortable_title"},
@@ -79,9 +94,19 @@ def queries(site):
         {"sort_on": "sortable_title", "b_start": 5, "b_size": 5, "path": root},
         {"sort_on": "sortable_title", "b_start": 500, "b_size": 5, "path": root},
         {"sort_on": "sortable_title", "sort_order": "reverse", "b_start": 0, "b_size": 7, "path": root},
-        {"sort_on": ["portal_type", "sortable_title"], "sort_order": ["descending", "ascending"], "path": root},
+        {
+            "sort_on": ["portal_type", "sortable_title"],
+            "sort_order": ["descending", "ascending"],
+            "path": root,
+        },
         {"sort_on": "sortable_title", "sort_limit": 2, "Subject": "alpha"},
-        {"sort_on": "sortable_title", "sort_order": "reverse", "b_start": 3, "b_size": 4, "review_state": "published"},
+        {
+            "sort_on": "sortable_title",
+            "sort_order": "reverse",
+            "b_start": 3,
+            "b_size": 4,
+            "review_state": "published",
+        },
         {"sort_on": "getObjPositionInParent", "b_start": 0, "b_size": 4, "path": {"query": root, "depth": 1}},
         {"sort_on": "path", "sort_limit": 6, "portal_type": "Folder"},
         {"sort_on": "sortable_title", "b_start": 0, "b_size": 3, "UID": uids},
@@ -168,7 +193,9 @@ class DifferentialTest(unittest.TestCase):
         for site in (self.pg, self.z):
             setSite(site)
             folder = api.content.create(container=site, type="Folder", id="target", title="Target")
-            api.content.create(container=folder, type="Document", id="fresh", title="Fresh copper", subject=("new",))
+            api.content.create(
+                container=folder, type="Document", id="fresh", title="Fresh copper", subject=("new",)
+            )
             doc = site["item-002"]
             doc.title = "Renamed river stone"
             doc.reindexObject()
@@ -181,7 +208,9 @@ class DifferentialTest(unittest.TestCase):
             processQueue()
 
     def fresh_uids(self):
-        return [api.content.get(path="/target/fresh").UID() for site in (self.z, self.pg) if setSite(site) is None]
+        return [
+            api.content.get(path="/target/fresh").UID() for site in (self.z, self.pg) if setSite(site) is None
+        ]
 
     def compare_finds(self, label, uids):
         for query in (
@@ -192,7 +221,12 @@ class DifferentialTest(unittest.TestCase):
             {"path": {"query": "/target", "depth": 1}, "sort_on": "sortable_title"},
             {"path": {"query": "/target"}, "sort_on": "sortable_title"},
             {"review_state": "published", "sort_on": "sortable_title"},
-            {"review_state": "published", "sort_on": "sortable_title", "sort_order": "reverse", "sort_limit": 3},
+            {
+                "review_state": "published",
+                "sort_on": "sortable_title",
+                "sort_order": "reverse",
+                "sort_limit": 3,
+            },
             {"path": {"query": "/target"}, "sort_on": "sortable_title", "b_start": 0, "b_size": 1},
             {"Subject": "new"},
             {"id": "item-004"},
@@ -208,7 +242,12 @@ class DifferentialTest(unittest.TestCase):
                 if "UID" in q:
                     q["UID"] = uid
                 brains = api.content.find(context=site, **q)
-                found.append([(path, brain.Title, brain.review_state) for path, brain in zip(relpaths(site, brains), brains, strict=True)])
+                found.append(
+                    [
+                        (path, brain.Title, brain.review_state)
+                        for path, brain in zip(relpaths(site, brains), brains, strict=True)
+                    ]
+                )
             self.assertEqual(found[0], found[1], f"{label}: {query}")
             self.assertTrue(found[0] or "id" in query or "deletion" in label, query)
 

@@ -49,8 +49,13 @@ def snapshot(site):
             brain.getPath(): (brain.Title, brain.review_state, brain.UID, brain.Subject, brain.modified)
             for brain in everything
         },
-        "by_uid": {brain.UID: relpaths(site, catalog.unrestrictedSearchResults(UID=brain.UID)) for brain in everything},
-        "addon_keyword": relpaths(site, catalog.unrestrictedSearchResults(my_subjects="alpha", sort_on="path")),
+        "by_uid": {
+            brain.UID: relpaths(site, catalog.unrestrictedSearchResults(UID=brain.UID))
+            for brain in everything
+        },
+        "addon_keyword": relpaths(
+            site, catalog.unrestrictedSearchResults(my_subjects="alpha", sort_on="path")
+        ),
         "addon_recurring": relpaths(
             site,
             catalog.unrestrictedSearchResults(

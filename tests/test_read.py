@@ -91,7 +91,9 @@ class ReadTest(CatalogTestCase):
         self.assertEqual(sum(1 for _ in walked), 1000)
         self.assertEqual(walked.count_queries, 0)
         unsorted = self.catalog(portal_type="Document")
-        self.assertEqual(sorted(b.getPath() for b in unsorted), sorted(f"/plone/many/d{i:04d}" for i in range(1000)))
+        self.assertEqual(
+            sorted(b.getPath() for b in unsorted), sorted(f"/plone/many/d{i:04d}" for i in range(1000))
+        )
         self.assertEqual([b.getRID() for b in unsorted], sorted(b.getRID() for b in unsorted))
 
     def test_batch_and_counts(self):
@@ -168,6 +170,4 @@ class ReadTest(CatalogTestCase):
         self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
         self.assertEqual(len(self.catalog(portal_type="Document")), 30)
         transaction.commit()
-        self.assertEqual(
-            [b.Title for b in self.catalog(Title="renamed")], ["Renamed in this transaction"]
-        )
+        self.assertEqual([b.Title for b in self.catalog(Title="renamed")], ["Renamed in this transaction"])

@@ -51,8 +51,18 @@ default-zpublisher-encoding utf-8
 
 DEMO_CONTENT = [
     ("Folder", "pgcatalog-news", "Catalog news", "What happened lately"),
-    ("News Item", "pgcatalog-news/catalog-on-postgresql", "The catalog moved to PostgreSQL", "Searches run as SQL"),
-    ("News Item", "pgcatalog-news/faster-listings", "Faster listings", "Metadata is loaded only for what is shown"),
+    (
+        "News Item",
+        "pgcatalog-news/catalog-on-postgresql",
+        "The catalog moved to PostgreSQL",
+        "Searches run as SQL",
+    ),
+    (
+        "News Item",
+        "pgcatalog-news/faster-listings",
+        "Faster listings",
+        "Metadata is loaded only for what is shown",
+    ),
     ("Folder", "pgcatalog-docs", "Documentation", "How to use plone.pgcatalog"),
     ("Document", "pgcatalog-docs/install", "Install", "One GenericSetup profile replaces portal_catalog"),
     ("Document", "pgcatalog-docs/queries", "Queries", "Every ZCatalog query form becomes one SQL statement"),

@@ -48,7 +48,9 @@ def _set(column: str) -> str:
 
 # A full row replaces every column; a partial one merges idx and keeps the
 # own columns and metadata it does not carry.
-_UPDATE_FULL = "UPDATE object_state SET {} WHERE zoid = %(zoid)s".format(", ".join(map(_set, CATALOG_COLUMNS)))
+_UPDATE_FULL = "UPDATE object_state SET {} WHERE zoid = %(zoid)s".format(
+    ", ".join(map(_set, CATALOG_COLUMNS))
+)
 _UPDATE_PARTIAL = (
     "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, path_depth = %(path_depth)s, "
     "idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb), "
@@ -111,8 +113,7 @@ class CatalogStateProcessor:
             cursor.executemany(_UPDATE_PARTIAL, params)
         if pending.removed:
             cursor.execute(
-                f"UPDATE object_state SET {_CLEAR} "
-                "WHERE path = ANY(%s) AND NOT (zoid = ANY(%s))",
+                f"UPDATE object_state SET {_CLEAR} WHERE path = ANY(%s) AND NOT (zoid = ANY(%s))",
                 (list(pending.removed), list(pending.rows)),
             )
         cursor.execute("UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1")

@@ -50,9 +50,7 @@ def merge_query(query=None, **kw) -> dict:
     """``Catalog.merge_query_args``: a new dict; a non-dict first argument
     (such as a REQUEST) is ignored, keywords win."""
     merged = {}
-    if isinstance(query, (dict, record)) or (
-        isinstance(query, Mapping) and not hasattr(query, "form")
-    ):
+    if isinstance(query, (dict, record)) or (isinstance(query, Mapping) and not hasattr(query, "form")):
         merged.update(query)
     merged.update(kw)
     return merged
@@ -77,7 +75,7 @@ def index_query(query: dict, index: r.IndexDef) -> IndexQuery | None:
         prefix = name + "_"
         for key in query:
             if isinstance(key, str) and key.startswith(prefix):
-                options[key[len(prefix):]] = query[key]
+                options[key[len(prefix) :]] = query[key]
     for option in options:
         if option not in index.query_options:
             raise ValueError(f"index {name!r}: option {option!r} is not valid")
@@ -227,8 +225,7 @@ def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     """A DateRecurringIndex matches when any occurrence matches."""
     where, params = _field_clauses(index, q, "e.value", "jsonb")
     stmt.where.append(
-        f"EXISTS (SELECT 1 FROM jsonb_array_elements({index.expression()}) AS e "
-        f"WHERE {' AND '.join(where)})"
+        f"EXISTS (SELECT 1 FROM jsonb_array_elements({index.expression()}) AS e WHERE {' AND '.join(where)})"
     )
     stmt.params.extend(params)
     stmt.strict = True  # no occurrences, no match

@@ -127,7 +127,7 @@ class IndexDef:
         if self.kind in (FIELD, UUID, DATE, BOOLEAN, GOPIP):
             sql_type = self.sql_type
             if sql_type == "text":
-                return f"((idx->>{self.key}) COLLATE \"C\")"
+                return f'((idx->>{self.key}) COLLATE "C")'
             if sql_type == "jsonb":
                 return f"(idx->{self.key})"
             return f"((idx->>{self.key})::{sql_type})"
@@ -149,7 +149,12 @@ class IndexDef:
         return (f"((idx->{self.key}->>0)::bigint)", f"((idx->{self.key}->>1)::bigint)")
 
     def to_data(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "attrs": list(self.attrs), "options": dict(self.options)}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "attrs": list(self.attrs),
+            "options": dict(self.options),
+        }
 
     @classmethod
     def from_data(cls, data: dict) -> IndexDef:

@@ -46,7 +46,9 @@ class CatalogResults(Lazy):
     when first used, a window at a time, by *load_rows(offset, limit)*.
     """
 
-    def __init__(self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None):
+    def __init__(
+        self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None
+    ):
         self._rows = dict(enumerate(rows))  # position -> (zoid, path)
         self._length = length  # None: the number of matches
         self._total = total  # None: not counted yet
@@ -129,7 +131,9 @@ class CatalogResults(Lazy):
         """Load metadata for a window of rows starting at *position*."""
         window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._loaded)))
         positions = [
-            p for p in range(position, position + window) if p not in self._loaded and (p in self._rows or p == position)
+            p
+            for p in range(position, position + window)
+            if p not in self._loaded and (p in self._rows or p == position)
         ]
         zoids = [self._row(p)[0] for p in positions]
         found = self._load_metadata(zoids)

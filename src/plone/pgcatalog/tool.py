@@ -208,7 +208,9 @@ class PGCatalogTool(UniqueObject, Folder):
             idxs = [name for name in idxs if name in defs]
         # ZCatalog refreshes metadata unless a partial reindex declines it
         with_metadata = bool(update_metadata) or not idxs
-        row = extract(wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None, with_metadata)
+        row = extract(
+            wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None, with_metadata
+        )
         get_pending(create=True).catalog(zoid, row)
 
     @security.protected(ManageZCatalogEntries)
@@ -278,7 +280,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(ManageZCatalogEntries)
     def refreshCatalog(self, clear=0, pghandler=None):
-        paths = [path for _, path in self._fetch("SELECT zoid, path FROM object_state WHERE " + CATALOGED, [])]
+        paths = [
+            path for _, path in self._fetch("SELECT zoid, path FROM object_state WHERE " + CATALOGED, [])
+        ]
         if clear:
             self.manage_catalogClear()
         root = self.getPhysicalRoot()
@@ -299,7 +303,9 @@ class PGCatalogTool(UniqueObject, Folder):
         return self._fetch(f"SELECT {columns} FROM {relation} WHERE {where}", [*relation_params, *params])
 
     def _load_metadata(self, zoids: list[int]) -> dict:
-        rows = self._fetch("SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids])
+        rows = self._fetch(
+            "SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids]
+        )
         found = {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
         found.update(pending_metadata(get_pending(), zoids))
         return found
@@ -491,7 +497,9 @@ class PGCatalogTool(UniqueObject, Folder):
                 [],
             )
         elif index.kind in (r.FIELD, r.UUID):
-            rows = self._select(f"DISTINCT idx->>{index.key}", f"{CATALOGED} AND idx ? %s ORDER BY 1", [index.name])
+            rows = self._select(
+                f"DISTINCT idx->>{index.key}", f"{CATALOGED} AND idx ? %s ORDER BY 1", [index.name]
+            )
         else:
             raise CatalogError(f"uniqueValuesFor is not supported for {index.kind} {name!r}")
         return tuple(v for (v,) in rows)

@@ -23,6 +23,7 @@ import time
 # ZCatalog keeps DateIndex values as 32-bit ints (DateIndex.MAX32).
 MAX32 = 2**31 - 1
 
+
 def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
     """Return ZCatalog's DateIndex integer for *value*, or None.
 
