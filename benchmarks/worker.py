@@ -55,7 +55,6 @@ class Worker:
         elapsed, self.site = time_once(lambda: zopesite.create_site(self.app, self.backend))
         self.result["site_creation_s"] = elapsed / 1000.0
         log(f"{self.backend}: site created in {elapsed / 1000:.1f}s")
-        zopesite.create_folders(self.site)
         self.catalog = self.site.portal_catalog
 
     def create_timed(self, count: int) -> None:

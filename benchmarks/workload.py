@@ -14,7 +14,11 @@ import random
 
 
 SEED = 20240603
-FOLDERS = 10
+# Documents fill folders of this size one after the other, so a folder
+# listing (scenario 4) stays the same size as the site grows, as on a real
+# site, where sections multiply rather than swell.
+DOCS_PER_FOLDER = 50
+NAVIGATED_FOLDER = 3  # scenario 4 lists this folder (documents 150-199)
 SITE_ID = "plone"
 
 SUBJECTS = (
@@ -60,7 +64,8 @@ class DocSpec:
 
 
 def folder_id(number: int) -> str:
-    return f"folder-{number % FOLDERS}"
+    """The folder of the *number*-th document."""
+    return f"folder-{number // DOCS_PER_FOLDER}"
 
 
 def doc_spec(number: int) -> DocSpec:
@@ -124,7 +129,10 @@ def scenarios() -> list[Scenario]:
         Scenario(
             "navigation",
             "4. navigation",
-            {"path": {"query": f"{site}/{folder_id(3)}", "depth": 1}, "sort_on": "getObjPositionInParent"},
+            {
+                "path": {"query": f"{site}/folder-{NAVIGATED_FOLDER}", "depth": 1},
+                "sort_on": "getObjPositionInParent",
+            },
         ),
         Scenario(
             "anonymous",

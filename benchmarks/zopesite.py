@@ -17,8 +17,6 @@ from typing import Any
 from workload import doc_spec
 from workload import DocSpec
 from workload import edited_texts
-from workload import FOLDERS
-from workload import folder_id
 from workload import SITE_ID
 from workload import TRANSITIONS
 
@@ -139,19 +137,17 @@ def create_site(app, backend: str) -> Any:
     return site
 
 
-def create_folders(site) -> None:
-    """The folders the documents go into, published, one transaction."""
-    workflow = site.portal_workflow
-    for number in range(FOLDERS):
-        name = folder_id(number)
-        site.invokeFactory("Folder", name, title=f"Section {number}")
-        workflow.doActionFor(site[name], "publish")
-    transaction.commit()
+def folder_for(site, name: str):
+    """The document's folder, created and published when first needed."""
+    if not site.hasObject(name):
+        site.invokeFactory("Folder", name, title=f"Section {name.split('-')[-1]}")
+        site.portal_workflow.doActionFor(site[name], "publish")
+    return site[name]
 
 
 def add_document(site, spec: DocSpec) -> None:
     """Create one Document through ``invokeFactory`` and the workflow."""
-    folder = site[spec.folder]
+    folder = folder_for(site, spec.folder)
     folder.invokeFactory(
         "Document", spec.id, title=spec.title, description=spec.description, subject=spec.subjects
     )
