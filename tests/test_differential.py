@@ -13,6 +13,7 @@ from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import query as query_module
+from plone.pgcatalog import rebuild
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.indexing import processQueue
@@ -185,6 +186,24 @@ class DifferentialTest(unittest.TestCase):
         for label, walk in (("walk finds all", 10**6), ("walk finds none", 0)):
             with mock.patch.object(query_module, "walk_rows", lambda needed, walk=walk: walk):
                 self.compare(label)
+
+    def test_rebuild(self):
+        """clearFindAndRebuild finds what the catalog lost and keeps the rest
+        as it was, in the transaction and after the commit (the walk loads
+        children in batches: small ones here, so that folders span several)."""
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for site in (self.pg, self.z):
+            setSite(site)
+            catalog = site.portal_catalog
+            catalog.uncatalog_object("/".join(site["item-005"].getPhysicalPath()))
+            with mock.patch.object(rebuild, "BATCH", 3):
+                catalog.clearFindAndRebuild()
+        self.compare("rebuilt, in the transaction")
+        transaction.commit()
+        self.compare("rebuilt, committed")
+        for site in (self.pg, self.z):
+            setSite(site)
+            self.assertEqual(len(site.portal_catalog(id="item-005")), 1)
 
     def edit_both(self):
         """The same creations, edits, moves, transitions and deletions on

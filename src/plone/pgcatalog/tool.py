@@ -36,6 +36,7 @@ from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
+from plone.pgcatalog.rebuild import descendants
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
@@ -266,7 +267,7 @@ class PGCatalogTool(UniqueObject, Folder):
         idxs = list(self.indexes())
         portal = aq_parent(aq_inner(self))
 
-        def index(obj, path=None):
+        def index(obj):
             if aq_base(obj) is aq_base(self):
                 return
             method = getattr(aq_base(obj), "reindexObject", None)
@@ -276,7 +277,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
         self.manage_catalogClear()
         index(portal)
-        portal.ZopeFindAndApply(portal, search_sub=True, apply_func=index)
+        for obj in descendants(portal):
+            index(obj)
 
     @security.protected(ManageZCatalogEntries)
     def refreshCatalog(self, clear=0, pghandler=None):
