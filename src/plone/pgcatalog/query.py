@@ -14,6 +14,7 @@ which no index takes part finds nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from DateTime import DateTime
@@ -22,6 +23,9 @@ from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
 from DateTime.interfaces import TimeError
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.extraction import range_minutes
+from plone.pgcatalog.paths import EVERYTHING
+from plone.pgcatalog.paths import NOTHING
+from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.text import to_tsquery
 from plone.pgcatalog.values import date_minutes
@@ -236,8 +240,8 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     keys = [_scalar(index, k) for k in q.keys if k is not None]
     not_keys = [_scalar(index, k) for k in q.get("not") or () if k is not None]
     if q.get("range"):
-        raise ValueError(f"index {index.name!r}: range queries on keywords are not supported yet")
-    if keys:
+        _keyword_range(index, q, keys, stmt)
+    elif keys:
         if q.get("operator") == "and":
             # one containment test for all keys
             stmt.where.append(f"{expr} @> %s::jsonb")
@@ -253,6 +257,42 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
             parts.append(f"{expr} @> %s::jsonb")
             stmt.params.append(orjson.dumps([key]).decode())
         stmt.where.append(f"({expr} IS NULL OR NOT (" + " OR ".join(parts) + "))")
+
+
+def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement) -> None:
+    """UnIndex's range over keywords: with ``or``, rows holding a keyword in
+    the range; with ``and``, rows holding every keyword of the catalog that
+    lies in the range (none there: no rows)."""
+    spec = str(q.get("range"))
+    low = min(keys) if "min" in spec else None  # min() of no keys raises, as in ZCatalog
+    high = max(keys) if "max" in spec else None
+    if not high:
+        high = None  # UnIndex: a false upper bound means none
+    bounds = [v for v in (low, high) if v is not None]
+    if all(isinstance(v, str) for v in bounds):
+        value, cast = "k", ' COLLATE "C"'
+    elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
+        value, cast = "(CASE WHEN jsonb_typeof(k) = 'number' THEN k::text::numeric END)", "::numeric"
+    else:
+        raise TypeError(f"index {index.name!r}: range bounds {bounds!r} cannot be compared")
+    elements = "jsonb_array_elements_text" if cast.startswith(" COLLATE") else "jsonb_array_elements"
+    tests = []
+    for op, bound in ((">=", low), ("<=", high)):
+        if bound is not None:
+            tests.append(f"{value}{cast} {op} %s{cast}")
+    in_range = " AND ".join(tests) or "TRUE"
+    expr = index.expression()
+    if q.get("operator") == "and":
+        if elements != "jsonb_array_elements_text":
+            raise ValueError(f"index {index.name!r}: an 'and' range needs text keywords")
+        # the keywords in range, over the committed catalog (the inner
+        # object_state is the table: its columns shadow the outer ones)
+        every = f"(SELECT array_agg(DISTINCT k) FROM object_state, {elements}({expr}) AS k WHERE {CATALOGED} AND {in_range})"
+        stmt.where.append(f"{expr} ?& {every}")
+    else:
+        stmt.where.append(f"EXISTS (SELECT 1 FROM {elements}({expr}) AS k WHERE {in_range})")
+    stmt.params.extend(bounds)
+    stmt.strict = True
 
 
 def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
@@ -285,49 +325,29 @@ def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     stmt.strict = True
 
 
-def _normalize_path(path) -> str:
-    if isinstance(path, (list, tuple)):  # (path, level) pairs
-        path = path[0]
-    path = _check_text(path, "path")
-    if not isinstance(path, str):
-        raise ValueError(f"index 'path': {path!r} is not a path")
-    return "/" + "/".join(part for part in path.split("/") if part)
-
-
-def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
-    if q.get("navtree") or q.get("level"):
-        raise ValueError("index 'path': navtree and level are not supported yet")
-    try:
-        depth = int(q.get("depth", -1))
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"index 'path': depth {q.get('depth')!r} is not a number") from exc
-    paths = [_normalize_path(p) for p in q.keys if p is not None]
-    if not paths:
-        raise Nothing
-    parts = []
-    for path in paths:
-        if path == "/" and depth == -1:
-            return  # the whole catalog
-        if depth == 0:
-            parts.append("path = %s")
-            stmt.params.append(path)
-        elif depth == 1:
-            parts.append("parent_path = %s")
-            stmt.params.append(path)
+def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement, catalog_path: Sequence[str]) -> None:
+    keys = []
+    for key in q.keys:
+        if key is None:
+            continue
+        if isinstance(key, (list, tuple)) and len(key) == 2:  # (path, level)
+            key = (_check_text(key[0], index.name), key[1])
         else:
-            below = "path >= %s AND path < %s"
-            prefix = path.rstrip("/") + "/"
-            upper = path.rstrip("/") + "0"  # '0' follows '/' in code point order
-            if depth < 0:
-                parts.append(f"(path = %s OR ({below}))")
-                stmt.params.extend([path, prefix, upper])
-            else:
-                parts.append(f"(path = %s OR ({below} AND path_depth <= %s))")
-                stmt.params.extend([path, prefix, upper, path.count("/") + depth])
-    joiner = " AND " if q.get("operator") == "and" else " OR "
-    stmt.where.append("(" + joiner.join(parts) + ")")
+            key = _check_text(key, index.name)
+            if not isinstance(key, str):
+                raise TypeError(f"index {index.name!r}: {key!r} is not a path")
+        keys.append(key)
+    if not keys:
+        raise Nothing
+    sql, params, narrow = path_condition(keys, q.options, catalog_path)
+    if sql == NOTHING:
+        raise Nothing
+    if sql == EVERYTHING:
+        return
+    stmt.where.append(sql)
+    stmt.params.extend(params)
     stmt.strict = True
-    stmt.selective |= depth in (0, 1)
+    stmt.selective |= narrow
 
 
 def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
@@ -351,8 +371,12 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
 # -- the whole query ----------------------------------------------------------
 
 
-def build(query: dict, indexes: Mapping[str, r.IndexDef], lexicons=None) -> Statement | None:
-    """Compile *query*; None means "matches nothing"."""
+def build(
+    query: dict, indexes: Mapping[str, r.IndexDef], lexicons=None, catalog_path: Sequence[str] = ()
+) -> Statement | None:
+    """Compile *query*; None means "matches nothing".  *catalog_path* is the
+    catalog's physical path (ExtendedPathIndex counts levels after the part a
+    query path shares with it)."""
     lexicons = lexicons or {}
     stmt = Statement(where=[], params=[])
     used = False
@@ -372,7 +396,7 @@ def build(query: dict, indexes: Mapping[str, r.IndexDef], lexicons=None) -> Stat
             elif kind == r.DATE_RECURRING:
                 _recurring(index, q, stmt)
             elif kind == r.PATH:
-                _path(index, q, stmt)
+                _path(index, q, stmt, catalog_path)
             elif kind == r.TEXT:
                 _text(index, q, stmt, lexicons.get(index.options.get("lexicon_id")))
     except Nothing:

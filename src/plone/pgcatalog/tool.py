@@ -316,7 +316,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """ZCatalog's search over a merged query dict."""
         defs = self._index_defs()
         lexicons = self._lexicons()
-        stmt = build(query, defs, lexicons)
+        stmt = build(query, defs, lexicons, self.getPhysicalPath())
         if stmt is None:
             return LazyCat([])
         add_sort(stmt, sort_spec(query, defs))
