@@ -31,6 +31,8 @@ setup(
         "zodb-pgjsonb>=1.19",
         "psycopg[binary,pool]>=3.2",
         "orjson",
+        "plone.event",
+        "pytz",
         "zope.component",
     ],
     extras_require={

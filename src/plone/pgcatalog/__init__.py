@@ -1,5 +1,6 @@
 """plone.pgcatalog: a PostgreSQL-backed ``portal_catalog`` for Plone 6."""
 
+from plone.pgcatalog.events import teach_plone_event_stdlib_zones
 from plone.pgcatalog.toolset import guard_toolset_import
 from zope.i18nmessageid import MessageFactory
 
@@ -7,3 +8,4 @@ from zope.i18nmessageid import MessageFactory
 _ = MessageFactory("plone.pgcatalog")
 
 guard_toolset_import()
+teach_plone_event_stdlib_zones()

@@ -14,6 +14,9 @@ from DateTime.interfaces import DateError
 from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
 from DateTime.interfaces import TimeError
 from Missing import MV
+from plone.event.recurrence import recurrence_sequence_ical
+from plone.event.utils import dt2int
+from plone.event.utils import pydt
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import encode_metadata
@@ -180,8 +183,21 @@ def date_range_value(attrs: Attributes, index: r.IndexDef):
 
 
 def recurring_value(attrs: Attributes, index: r.IndexDef):
-    value = date_value(attrs, index)
-    return _marker if value is _marker else [value]
+    """DateRecurringIndex's values: every occurrence of the recurrence rule
+    (``recurdef``, bounded by ``until``) from the indexed date, in minutes.
+    As there, a missing attribute is no value and ``None`` is minute 0."""
+    start = _datum(attrs, index.name)
+    if start is _marker:
+        return _marker
+    recurdef_attr = index.options.get("recurdef")
+    recurdef = _datum(attrs, recurdef_attr) if recurdef_attr else None
+    if recurdef is _marker or not recurdef:
+        dates = [pydt(start)]
+    else:
+        until_attr = index.options.get("until")
+        until = _datum(attrs, until_attr) if until_attr else None
+        dates = recurrence_sequence_ical(start, recrule=recurdef, until=None if until is _marker else until)
+    return sorted({dt2int(date) for date in dates})
 
 
 def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str]:
