@@ -124,6 +124,52 @@ class RecurringEventTest(unittest.TestCase):
                 processQueue()
         transaction.abort()
 
+    def test_index_data_and_event_listings(self):
+        """getIndexDataForRID, getMetadataForRID and getAllBrains answer as
+        ZCatalog's, and plone.app.event's listings, which read occurrences
+        from getIndexDataForRID, list the same occurrences."""
+        from plone.app.event.base import get_events
+        from plone.app.event.base import RET_MODE_ACCESSORS
+
+        self.reload_and_reindex()
+        data, listings, everything = [], [], []
+        for site in self.sites:
+            setSite(site)
+            catalog = site.portal_catalog
+            rid = catalog.getrid("/".join(site["daily"].getPhysicalPath()))
+            entry = catalog.getIndexDataForRID(rid)
+            meta = catalog.getMetadataForRID(rid)
+            data.append(
+                (
+                    entry["start"],
+                    entry["end"],
+                    entry["portal_type"],
+                    entry["review_state"],
+                    entry["is_folderish"],
+                    entry["effectiveRange"],
+                    entry["path"].split("/", 2)[2],
+                    meta["Title"],
+                    meta["start"],
+                    meta["review_state"],
+                )
+            )
+            self.assertEqual(catalog.getIndexDataForRID(-1)["start"], "")
+            occurrences = get_events(
+                site,
+                start=self.first,
+                end=self.first + timedelta(days=30),
+                ret_mode=RET_MODE_ACCESSORS,
+                expand=True,
+            )
+            listings.append([(o.title, o.start.isoformat()) for o in occurrences])
+            everything.append(sorted(relpaths(site, catalog.getAllBrains())))
+        self.assertEqual(data[0], data[1])
+        self.assertEqual(len(data[0][0]), 5)  # five occurrences
+        self.assertEqual(listings[0], listings[1])
+        self.assertEqual(len(listings[0]), 6)  # five of Daily, one Once
+        self.assertEqual(everything[0], everything[1])
+        self.assertIn("/daily", everything[0])
+
     def test_rebuild_keeps_occurrences(self):
         self.reload_and_reindex()
         for site in self.sites:

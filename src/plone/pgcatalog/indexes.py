@@ -103,6 +103,12 @@ class CatalogInternals:
     def getIndex(self, name):
         return self.indexes[name]
 
+    def getIndexDataForRID(self, rid) -> dict:
+        return self._tool.getIndexDataForRID(rid)
+
+    def getMetadataForRID(self, rid) -> dict:
+        return self._tool.getMetadataForRID(rid)
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._tool.schema())
@@ -110,3 +116,21 @@ class CatalogInternals:
     @property
     def schema(self) -> dict[str, int]:
         return {name: position for position, name in enumerate(self.names)}
+
+
+def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None):
+    """What the ZCatalog index's ``getEntryForObject`` hands out for a row:
+    the stored value in that index's own shape ("" when the row has none)."""
+    if index.kind == r.PATH:
+        return path
+    if index.kind == r.TEXT:
+        return words if words is not None else ""
+    value = idx.get(index.name)
+    if value is None:
+        return ""
+    if index.kind == r.DATE_RECURRING:
+        return tuple(value)
+    if index.kind == r.DATE_RANGE:
+        since, until = value
+        return (None if since == r.OPEN_START else since, None if until == r.OPEN_END else until)
+    return value

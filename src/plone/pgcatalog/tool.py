@@ -25,6 +25,7 @@ from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.extraction import extract
 from plone.pgcatalog.indexes import CatalogInternals
+from plone.pgcatalog.indexes import index_entry
 from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.overlay import catalog_relation
 from plone.pgcatalog.overlay import has_changes
@@ -42,6 +43,8 @@ from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.interfaces import IPGCatalogTool
+from plone.pgcatalog.values import decode_metadata
+from Missing import MV
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
@@ -481,6 +484,41 @@ class PGCatalogTool(UniqueObject, Folder):
     def getrid(self, path, default=None):
         rows = self._select("zoid", f"path = %s AND {CATALOGED}", [path])
         return rows[0][0] if rows else default
+
+    @security.protected(SearchZCatalog)
+    def getIndexDataForRID(self, rid) -> dict:
+        """Every index's entry for a record (plone.app.event reads the
+        occurrences of events from ``start`` and ``end`` here)."""
+        defs = self._index_defs()
+        texts = [d for d in defs.values() if d.kind == r.TEXT]
+        # a text index's words in document order, from the tsvector positions
+        words = "".join(
+            f", (SELECT array_agg(w.lexeme ORDER BY p) FROM unnest({d.expression()}) AS w, unnest(w.positions) AS p)"
+            for d in texts
+        )
+        rows = self._select(f"path, idx{words}", f"zoid = %s AND {CATALOGED}", [int(rid)])
+        if not rows:
+            return {name: "" for name in defs}
+        path, idx, *text_words = rows[0]
+        by_text = dict(zip((d.name for d in texts), text_words, strict=True))
+        return {name: index_entry(d, idx, path, by_text.get(name)) for name, d in defs.items()}
+
+    @security.protected(SearchZCatalog)
+    def getMetadataForRID(self, rid) -> dict:
+        """Every metadata column of a record (Missing.Value where unset)."""
+        meta = self._load_metadata([int(rid)]).get(int(rid), {})
+        return {name: decode_metadata(meta[name]) if name in meta else MV for name in self._pgc_columns}
+
+    @security.protected(SearchZCatalog)
+    def getAllBrains(self):
+        """Every cataloged record, in record id order, unfiltered."""
+        yield from self.searchAll()
+
+    @security.protected(SearchZCatalog)
+    def searchAll(self):
+        """ZCatalog's search for all documents: no security, no filters."""
+        rows = self._select("zoid, path", f"{CATALOGED} ORDER BY zoid", [])
+        return self._results(rows, length=len(rows), total=len(rows))
 
     @security.protected(SearchZCatalog)
     def getobject(self, rid, REQUEST=None):
