@@ -110,6 +110,19 @@ class ExplainTest(CatalogTestCase):
         self.assert_index_scan({"path": "/plone/f17"}, "pgcatalog_path")
         self.assert_index_scan({"path": {"query": "/plone/f17/d870", "navtree": 1}}, "pgcatalog_parent")
 
+    def test_selective_clause_alone_uses_an_index(self):
+        # a folder listing as Plone makes it: the security and date-range
+        # clauses filter the folder's rows, not AND a bitmap of every row
+        query = {
+            "path": {"query": "/plone/f17", "depth": 1},
+            "allowedRolesAndUsers": ["Anonymous", "Manager"],
+            "effectiveRange": self.portal["template"].created(),
+            "sort_on": "getObjPositionInParent",
+        }
+        names = [node.get("Index Name", "") for node in self.explain(query)]
+        self.assertIn("pgcatalog_parent", names)
+        self.assertEqual([n for n in names if n and n != "pgcatalog_parent"], [], names)
+
     def test_text(self):
         self.assert_index_scan({"SearchableText": "w4711"}, "searchable_text")
 

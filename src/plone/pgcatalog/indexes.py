@@ -11,6 +11,8 @@ answers from SQL.
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.interfaces import IPGIndex
+from zope.interface import implementer
 
 
 class _ForwardIndex:
@@ -30,6 +32,7 @@ class _ForwardIndex:
         return iter(self.keys())
 
 
+@implementer(IPGIndex)
 class IndexView:
     def __init__(self, tool, index: r.IndexDef):
         self._tool = tool

@@ -30,6 +30,7 @@ class Pending:
     written: set = field(default_factory=set)  # zoids whose row went with the object
     ddl: list = field(default_factory=list)  # CREATE INDEX statements for new indexes
     clear_all: bool = False  # manage_catalogClear: empty the catalog first
+    clears: list = field(default_factory=list)  # UPDATEs emptying reconfigured indexes
 
     def catalog(self, zoid: int, row: dict) -> None:
         earlier = self.rows.get(zoid)
@@ -53,12 +54,37 @@ class Pending:
             del self.rows[zoid]
         self.removed[path] = True
 
+    def clear_index(self, name: str, column: str | None, sql: str) -> None:
+        """ZCatalog's ``index.clear()``: the values of index *name* (stored
+        in *column*, if it has one) computed so far go; *sql* empties the
+        committed rows that this transaction does not rewrite."""
+        for zoid, row in list(self.rows.items()):
+            row = dict(row)  # rows are shared with savepoint snapshots
+            if column is not None:
+                if not row["partial"] or column in row:
+                    row[column] = None
+            else:
+                row["idx"] = dict(row["idx"])
+                if row["partial"]:
+                    row["idx"][name] = None  # a null removes the key when merged
+                else:
+                    row["idx"].pop(name, None)
+            self.rows[zoid] = row
+        self.clears.append(sql)
+
     def snapshot(self) -> Pending:
-        return Pending(dict(self.rows), dict(self.removed), set(self.written), list(self.ddl), self.clear_all)
+        return Pending(
+            dict(self.rows),
+            dict(self.removed),
+            set(self.written),
+            list(self.ddl),
+            self.clear_all,
+            list(self.clears),
+        )
 
     def restore(self, other: Pending) -> None:
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
-        self.ddl, self.clear_all = list(other.ddl), other.clear_all
+        self.ddl, self.clear_all, self.clears = list(other.ddl), other.clear_all, list(other.clears)
 
     def clear(self) -> None:
         """Forget everything: the catalog will be emptied at commit."""
@@ -67,7 +93,7 @@ class Pending:
         self.clear_all = True
 
     def __bool__(self) -> bool:
-        return bool(self.rows or self.removed or self.ddl or self.clear_all)
+        return bool(self.rows or self.removed or self.ddl or self.clear_all or self.clears)
 
 
 def get_pending(txn=None, create: bool = False) -> Pending | None:

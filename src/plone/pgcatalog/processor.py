@@ -88,6 +88,8 @@ class CatalogStateProcessor:
             return
         for statement in pending.ddl:
             cursor.execute(statement)
+        for statement in pending.clears:
+            cursor.execute(statement, (list(pending.rows),))
         if pending.clear_all:
             cursor.execute(
                 f"UPDATE object_state SET {_CLEAR} WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s))",

@@ -244,7 +244,9 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     elif keys:
         if q.get("operator") == "and":
             # one containment test for all keys
-            stmt.where.append(f"{expr} @> %s::jsonb")
+            stmt.where.append(
+                f"jsonb_contains({expr}, %s::jsonb)" if stmt.selective else f"{expr} @> %s::jsonb"
+            )
             stmt.params.append(orjson.dumps(keys).decode())
         else:
             stmt.where.append("(" + " OR ".join(_any_of(expr, keys, stmt)) + ")")
@@ -298,17 +300,24 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement
 def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
     """Tests that *expr* holds any of *keys*.  Several strings become one
     ``?|`` (one lookup per row instead of one per key); a single string
-    stays a containment, which the planner estimates better."""
+    stays a containment, which the planner estimates better.  In a
+    selective statement the same tests are written as functions, which no
+    index matches: the planner then filters the few rows the selective
+    clause finds instead of AND-ing them with a bitmap of, say, every row a
+    Manager may see (a GIN scan that costs milliseconds on a large site)."""
     strings = [k for k in keys if isinstance(k, str)]
     others = [k for k in keys if not isinstance(k, str)]
+    any_of, contains = ("jsonb_exists_any({}, %s::text[])", "jsonb_contains({}, %s::jsonb)")
+    if not stmt.selective:
+        any_of, contains = ("{} ?| %s::text[]", "{} @> %s::jsonb")
     parts = []
     if len(strings) > 1:
-        parts.append(f"{expr} ?| %s::text[]")
+        parts.append(any_of.format(expr))
         stmt.params.append(strings)
     else:
         others = strings + others
     for key in others:
-        parts.append(f"{expr} @> %s::jsonb")
+        parts.append(contains.format(expr))
         stmt.params.append(orjson.dumps([key]).decode())
     return parts
 
@@ -320,6 +329,8 @@ def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     if term is None:
         raise Nothing
     start, end = index.range_expressions()
+    if stmt.selective:  # a filter on the few rows found, not an index scan (see _any_of)
+        start, end = f"({start} + 0)", f"({end} + 0)"
     stmt.where.append(f"{start} <= %s AND {end} >= %s")
     stmt.params.extend([term, term])
     stmt.strict = True
@@ -380,8 +391,11 @@ def build(
     lexicons = lexicons or {}
     stmt = Statement(where=[], params=[])
     used = False
+    # UID and path clauses first: when they are selective, the others are
+    # written as filters (see _any_of)
+    first = sorted(indexes.values(), key=lambda index: index.kind not in (r.UUID, r.PATH))
     try:
-        for _name, index in indexes.items():
+        for index in first:
             q = index_query(query, index)
             if q is None:
                 continue

@@ -79,3 +79,12 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         stats_on = ", ".join(f"({e})" for e in exprs)
         ddl.append(f"CREATE STATISTICS IF NOT EXISTS {name}_stats ON {stats_on} FROM object_state")
     return ddl
+
+
+def clear_index_sql(index: r.IndexDef) -> str:
+    """Drop the committed rows' values of *index* (ZCatalog's
+    ``index.clear()``), except in the rows given as the one parameter."""
+    keep = "NOT (zoid = ANY(%s::bigint[]))"
+    if index.column is not None:
+        return f"UPDATE object_state SET {index.column} = NULL WHERE {index.column} IS NOT NULL AND {keep}"
+    return f"UPDATE object_state SET idx = idx - {index.key} WHERE idx ? {index.key} AND {keep}"

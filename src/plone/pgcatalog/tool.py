@@ -41,6 +41,7 @@ from plone.pgcatalog.rebuild import descendants
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.schema import clear_index_sql
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.values import decode_metadata
@@ -161,6 +162,38 @@ class PGCatalogTool(UniqueObject, Folder):
     def manage_delIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
         for name in [ids] if isinstance(ids, str) else ids or ():
             self.delIndex(name)
+
+    def _reconfigure_index(self, index: r.IndexDef) -> None:
+        """Replace an index's definition (``catalog.xml`` settings).  When it
+        changed, its values are dropped at commit, as ZCatalog clears the
+        index: ``reindexIndex`` fills it again."""
+        defs = self._index_defs()
+        old = defs[index.name]
+        if old == index and old.options == index.options:
+            return
+        self._set_index_defs([index if d.name == index.name else d for d in defs.values()])
+        pending = get_pending(create=True)
+        pending.ddl.extend(index_ddl(index))
+        pending.clear_index(index.name, index.column, clear_index_sql(index))
+
+    @security.protected(ManageZCatalogEntries)
+    def reindexIndex(self, name, REQUEST=None, pghandler=None):
+        """Recompute one index (or a list of them) for every cataloged object."""
+        names = [name] if isinstance(name, str) else list(name)
+        defs = self._index_defs()
+        for each in names:
+            if each not in defs:
+                raise CatalogError(f"The index {each!r} does not exist")
+        root = self.getPhysicalRoot()
+        for (path,) in self._select("path", f"{CATALOGED} ORDER BY path", []):
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is not None:
+                self.catalog_object(obj, path, idxs=names, update_metadata=0)
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
+        """ZCatalog's form handler: reindex the named indexes."""
+        self.reindexIndex([ids] if isinstance(ids, str) else list(ids or ()), REQUEST)
 
     @security.protected(ManageZCatalogEntries)
     def addColumn(self, name, default_value=None):

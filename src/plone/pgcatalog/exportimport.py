@@ -1,0 +1,73 @@
+"""GenericSetup: ``catalog.xml`` index settings on the catalog's indexes.
+
+GenericSetup's catalog importer adds a missing index with ``addIndex`` and
+then hands the ``<index>`` node to the index object's own node adapter:
+``indexed_attr`` children for most indexes, ``since_field`` /
+``until_field`` attributes for a DateRangeIndex, ``<property>`` children
+for a DateIndex.  This adapter reads the same node for the catalog's index
+views and updates the index definition; as ZCatalog clears an index whose
+settings changed, the index's values are dropped until it is reindexed.
+"""
+
+from __future__ import annotations
+
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.interfaces import IPGIndex
+from Products.GenericSetup.interfaces import INode
+from Products.GenericSetup.interfaces import ISetupEnviron
+from Products.GenericSetup.utils import NodeAdapterBase
+from zope.component import adapter
+from zope.interface import implementer
+
+
+# kinds configured by indexed_attr children (GenericSetup's
+# PluggableIndexNodeAdapter and ZCTextIndexNodeAdapter)
+_ATTR_KINDS = (r.FIELD, r.KEYWORD, r.UUID, r.BOOLEAN, r.TEXT)
+
+
+def _true(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+@adapter(IPGIndex, ISetupEnviron)
+@implementer(INode)
+class IndexNodeAdapter(NodeAdapterBase):
+    """Node im- and exporter for the catalog's indexes."""
+
+    def _exportNode(self):
+        index = self.context._def
+        node = self._getObjectNode("index")
+        if index.kind in _ATTR_KINDS:
+            for attr in index.attrs or (index.name,):
+                child = self._doc.createElement("indexed_attr")
+                child.setAttribute("value", attr)
+                node.appendChild(child)
+        elif index.kind == r.DATE_RANGE:
+            node.setAttribute("since_field", index.options.get("since_field") or "")
+            node.setAttribute("until_field", index.options.get("until_field") or "")
+        return node
+
+    def _importNode(self, node):
+        index = self.context._def
+        attrs, options = index.attrs, dict(index.options)
+        if index.kind in _ATTR_KINDS:
+            values = [c.getAttribute("value") for c in node.childNodes if c.nodeName == "indexed_attr"]
+            attrs = tuple(str(v) for v in values if v)
+            if attrs == (index.name,):
+                attrs = ()
+        elif index.kind == r.DATE_RANGE:
+            options["since_field"] = str(node.getAttribute("since_field")) or None
+            options["until_field"] = str(node.getAttribute("until_field")) or None
+        elif index.kind == r.DATE:
+            for child in node.childNodes:
+                if child.nodeName != "property":
+                    continue
+                name = child.getAttribute("name")
+                text = "".join(c.nodeValue or "" for c in child.childNodes)
+                if name == "index_naive_time_as_local":
+                    options["naive_as_local"] = _true(text)
+                elif name == "precision":
+                    options["precision"] = int(text.strip() or 0)
+        self.context._tool._reconfigure_index(r.IndexDef(index.name, index.kind, attrs, options))
+
+    node = property(_exportNode, _importNode)

@@ -1,0 +1,113 @@
+"""An add-on's ``catalog.xml``, imported after install, configures the
+catalog's indexes as it configures ZCatalog's: compared on both sites."""
+
+from DateTime import DateTime
+from helpers import build_content
+from helpers import relpaths
+from plone.app.testing import login
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
+from Products.GenericSetup.interfaces import IBody
+from Products.GenericSetup.interfaces import INode
+from Products.GenericSetup.testing import DummySetupEnviron
+from zope.component import getMultiAdapter
+from zope.component.hooks import setSite
+
+import transaction
+import unittest
+
+
+ADDON = """<?xml version="1.0"?>
+<object name="portal_catalog">
+ <index name="addon_subjects" meta_type="KeywordIndex">
+  <indexed_attr value="Subject"/>
+ </index>
+ <index name="addon_span" meta_type="DateRangeIndex" since_field="created" until_field="expires"/>
+ <index name="modification_date" meta_type="DateIndex">
+  <property name="index_naive_time_as_local">True</property>
+ </index>
+ <column value="addon_column"/>
+</object>
+"""
+
+# the same index, now on another attribute: ZCatalog empties it
+RECONFIGURED = """<?xml version="1.0"?>
+<object name="portal_catalog">
+ <index name="addon_subjects" meta_type="KeywordIndex">
+  <indexed_attr value="portal_type"/>
+ </index>
+</object>
+"""
+
+
+def import_catalog_xml(site, xml: str) -> None:
+    environ = DummySetupEnviron()
+    environ._should_purge = False  # an extension profile
+    importer = getMultiAdapter((site.portal_catalog, environ), IBody)
+    importer.body = xml.encode()
+
+
+class CatalogXMLTest(unittest.TestCase):
+    layer = DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        app = self.layer["app"]
+        self.sites = (app["plone"], app["zplone"])
+        login(app, SITE_OWNER_NAME)
+        for site in self.sites:
+            build_content(site)
+        login(app, SITE_OWNER_NAME)
+
+    def each(self, action) -> None:
+        for site in self.sites:
+            setSite(site)
+            action(site)
+        transaction.commit()
+
+    def found(self, **query) -> list[list[str]]:
+        results = []
+        for site in self.sites:
+            setSite(site)
+            brains = site.portal_catalog.unrestrictedSearchResults(sort_on="id", **query)
+            results.append(relpaths(site, brains))
+        return results
+
+    def assert_same(self, expect_some: bool, **query) -> None:
+        pg, z = self.found(**query)
+        self.assertEqual(pg, z, query)
+        self.assertEqual(bool(z), expect_some, query)
+
+    def test_addon_indexes_configured_and_reindexed(self):
+        self.each(lambda site: import_catalog_xml(site, ADDON))
+        for site in self.sites:
+            catalog = site.portal_catalog
+            self.assertIn("addon_subjects", catalog.indexes())
+            self.assertIn("addon_column", catalog.schema())
+        # new indexes are empty until reindexed, on both
+        self.assert_same(False, addon_subjects="alpha")
+        names = ["addon_subjects", "addon_span", "modification_date"]
+        self.each(lambda site: site.portal_catalog.manage_reindexIndex(ids=names))
+        now = DateTime()
+        self.assert_same(True, addon_subjects="alpha")
+        self.assert_same(True, addon_subjects={"query": ["alpha", "beta"], "operator": "and"})
+        self.assert_same(True, addon_span=now)
+        self.assert_same(True, modification_date={"query": now - 1, "range": "min"})
+        self.assert_same(False, modification_date={"query": now + 1, "range": "min"})
+
+        # new settings empty the index, on both; a reindex fills it again
+        self.each(lambda site: import_catalog_xml(site, RECONFIGURED))
+        self.assert_same(False, addon_subjects="alpha")
+        self.assert_same(False, addon_subjects="Folder")
+        self.each(lambda site: site.portal_catalog.manage_reindexIndex(ids=["addon_subjects"]))
+        self.assert_same(False, addon_subjects="alpha")
+        self.assert_same(True, addon_subjects="Folder")
+
+    def test_export_names_the_settings(self):
+        self.each(lambda site: import_catalog_xml(site, ADDON))
+        bodies = []
+        for site in self.sites:
+            setSite(site)
+            index = site.portal_catalog._catalog.getIndex("addon_span")
+            bodies.append(getMultiAdapter((index, DummySetupEnviron()), INode).node.toxml())
+        self.assertEqual(bodies[0], bodies[1])
+        self.assertIn('since_field="created"', bodies[0])
