@@ -33,8 +33,19 @@ SELECT 1000000000 + g, t.tid, t.class_mod, t.class_name, '{}'::jsonb, 2,
            'Subject', jsonb_build_array('s' || (g %% 200), 'common'),
            'created', (t.idx->>'created')::bigint - g,
            'id', 'd' || g,
-           'getObjPositionInParent', g %% 50),
+           'getObjPositionInParent', g %% 50,
+           'allowedRolesAndUsers', jsonb_build_array('Manager', 'Site Administrator', 'Anonymous')),
        ('w' || g)::tsvector, t.object_provides
+  FROM object_state t, generate_series(1, %s) g
+ WHERE t.zoid = %s
+"""
+
+
+# Content is a small part of object_state on a real site (versions,
+# annotations, workflow histories): ten uncataloged rows per catalog row.
+FILLER = """
+INSERT INTO object_state (zoid, tid, class_mod, class_name, state, state_size)
+SELECT 2000000000 + g, t.tid, 'persistent.mapping', 'PersistentMapping', '{}'::jsonb, 2
   FROM object_state t, generate_series(1, %s) g
  WHERE t.zoid = %s
 """
@@ -56,6 +67,7 @@ class ExplainTest(CatalogTestCase):
         self.zoid = int.from_bytes(doc._p_oid, "big")
         self.conn = psycopg.connect(storage_dsn(self.portal))
         self.conn.execute(CLONE, [ROWS, self.zoid])
+        self.conn.execute(FILLER, [ROWS * 10, self.zoid])
         self.conn.execute("ANALYZE object_state")
         self.defs = self.catalog._index_defs()
 
