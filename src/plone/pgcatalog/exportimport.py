@@ -37,7 +37,7 @@ class IndexNodeAdapter(NodeAdapterBase):
     def _exportNode(self):
         index = self.context._def
         node = self._getObjectNode("index")
-        if index.kind in _ATTR_KINDS:
+        if index.kind in _ATTR_KINDS or index.custom:
             for attr in index.attrs or (index.name,):
                 child = self._doc.createElement("indexed_attr")
                 child.setAttribute("value", attr)
@@ -50,7 +50,7 @@ class IndexNodeAdapter(NodeAdapterBase):
     def _importNode(self, node):
         index = self.context._def
         attrs, options = index.attrs, dict(index.options)
-        if index.kind in _ATTR_KINDS:
+        if index.kind in _ATTR_KINDS or index.custom:
             values = [c.getAttribute("value") for c in node.childNodes if c.nodeName == "indexed_attr"]
             attrs = tuple(str(v) for v in values if v)
             if attrs == (index.name,):

@@ -283,8 +283,9 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata
             value = date_range_value(attrs, index)
         elif kind == r.DATE_RECURRING:
             value = recurring_value(attrs, index)
-        else:  # pragma: no cover - registry only holds known kinds
-            continue
+        else:  # an add-on's kind (IIndexKind)
+            datum = r.custom_kind(kind).value(attrs.obj, index)
+            value = _marker if datum is None else datum
         if index.column is not None:
             row[index.column] = None if value is _marker else value
         else:

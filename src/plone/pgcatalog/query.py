@@ -381,6 +381,17 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
         stmt.order.append(f"ts_rank({expr}, %s::tsquery) DESC")
 
 
+def _custom(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
+    """An add-on's index kind: its IIndexKind utility writes the SQL."""
+    condition = r.custom_kind(index.kind).where(index, list(q.keys), dict(q.options))
+    if condition is None:
+        raise Nothing
+    sql, params = condition
+    stmt.where.append(f"({sql})")
+    stmt.params.extend(params)
+    stmt.strict = True
+
+
 # -- the whole query ----------------------------------------------------------
 
 
@@ -415,6 +426,8 @@ def build(
                 _path(index, q, stmt, catalog_path)
             elif kind == r.TEXT:
                 _text(index, q, stmt, lexicons.get(index.options.get("lexicon_id")))
+            else:
+                _custom(index, q, stmt)
     except Nothing:
         return None
     if not used:

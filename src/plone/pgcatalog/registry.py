@@ -85,7 +85,14 @@ class IndexDef:
 
     @property
     def query_options(self) -> tuple[str, ...]:
-        return QUERY_OPTIONS[self.kind]
+        if self.kind in QUERY_OPTIONS:
+            return QUERY_OPTIONS[self.kind]
+        return tuple(custom_kind(self.kind).query_options)
+
+    @property
+    def custom(self) -> bool:
+        """Whether an add-on's :class:`~plone.pgcatalog.interfaces.IIndexKind` serves it."""
+        return self.kind not in KINDS
 
     @property
     def value_type(self) -> str:
@@ -168,9 +175,13 @@ def index_def_from_zcatalog(index) -> IndexDef | None:
     decides how loudly to say so.
     """
     kind = index.meta_type
-    if kind not in KINDS:
-        return None
     name = index.getId()
+    if kind not in KINDS:
+        utility = query_custom_kind(kind)
+        if utility is None:
+            return None
+        getter = getattr(index, "getIndexSourceNames", None)
+        return IndexDef(name, kind, tuple(getter()) if getter else (), dict(utility.options(index)))
     attrs = ()
     getter = getattr(index, "getIndexSourceNames", None)
     if getter is not None:
@@ -210,8 +221,11 @@ def _guess_value_type(index) -> str:
 
 def index_def_from_extra(name: str, kind: str, extra=None) -> IndexDef:
     """Build an :class:`IndexDef` from ``addIndex(name, type, extra)`` arguments."""
-    if kind not in KINDS:
-        raise ValueError(f"plone.pgcatalog has no SQL for index type {kind!r} (index {name!r})")
+    if kind not in KINDS and query_custom_kind(kind) is None:
+        raise ValueError(
+            f"plone.pgcatalog has no SQL for index type {kind!r} (index {name!r}): "
+            "register an IIndexKind utility of that name"
+        )
 
     def get(key, default=None):
         if extra is None:
@@ -241,3 +255,19 @@ def index_def_from_extra(name: str, kind: str, extra=None) -> IndexDef:
     elif kind in (FIELD, UUID):
         options["value_type"] = get("value_type", TEXT_VALUE)
     return IndexDef(name, kind, attrs, options)
+
+
+def query_custom_kind(kind: str):
+    """The add-on's :class:`~plone.pgcatalog.interfaces.IIndexKind` for *kind*, or None."""
+    from plone.pgcatalog.interfaces import IIndexKind
+    from zope.component import queryUtility
+
+    return queryUtility(IIndexKind, name=kind)
+
+
+def custom_kind(kind: str):
+    """Like :func:`query_custom_kind`, but a missing utility is an error."""
+    utility = query_custom_kind(kind)
+    if utility is None:
+        raise LookupError(f"no IIndexKind utility for index type {kind!r}")
+    return utility

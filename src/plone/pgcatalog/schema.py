@@ -60,6 +60,8 @@ def index_ddl(index: r.IndexDef) -> list[str]:
     the planner may use it), and statistics on the expression, so that the
     planner estimates how many rows a value matches."""
     kind = index.kind
+    if index.custom:
+        return list(r.custom_kind(kind).ddl(index))
     if kind == r.PATH or index.column == "searchable_text":
         return []  # served by the fixed indexes
     if kind == r.DATE_RANGE:
