@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from targets import all_checks
 from targets import Check
+from targets import growth_checks
 from targets import LABELS
 from targets import query_checks
 from targets import query_median
@@ -97,6 +98,10 @@ def targets_section(results: dict) -> list[str]:
             row += [mark(by_name.get(f"{label} / SQL floor @{n:,}")) for n in counts]
             rows.append(row)
     lines += table(header, rows)
+    growth = growth_checks(results)
+    if growth:
+        rows = [[c.name, times(c.ratio), c.goal_text, c.status] for c in growth]
+        lines += ["", *table(["Growth of selective scenarios", "Measured", "Goal", "Status"], rows)]
     notes = sorted({c.note for c in checks if c.note})
     if notes:
         lines += ["", "Note: " + "; ".join(notes) + " — this run's sizes differ from the targets'."]

@@ -7,6 +7,8 @@ better).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from workload import scenarios
 
@@ -130,5 +132,32 @@ def query_checks(results: dict) -> list[Check]:
     return checks
 
 
+# the scenarios that find a few rows however large the site (2, 4, 6)
+SELECTIVE = ("complex", "navigation", "date_paged")
+
+
+def growth_checks(results: dict) -> list[Check]:
+    """Selective scenarios: cost at the largest size over cost at the
+    smallest, at most log(largest) / log(smallest), the growth of a
+    logarithm with no constant part (any constant part only lowers it)."""
+    measured = sizes(results)
+    small, large = measured[0], measured[-1]
+    if large == small:
+        return []
+    bound = math.log(large) / math.log(small)
+    checks = []
+    for scenario in scenarios():
+        if scenario.name not in SELECTIVE:
+            continue
+        for variant in VARIANTS:
+            growth = ratio(
+                query_median(results, "pgcatalog", large, scenario.name, variant),
+                query_median(results, "pgcatalog", small, scenario.name, variant),
+            )
+            name = f"{scenario.label} ({variant}) growth {small:,} → {large:,}"
+            checks.append(Check(name, growth, round(bound, 2), at_most=True))
+    return checks
+
+
 def all_checks(results: dict) -> list[Check]:
-    return write_checks(results) + query_checks(results)
+    return write_checks(results) + query_checks(results) + growth_checks(results)
