@@ -27,9 +27,9 @@ def capture_sql() -> Iterator[list[Statement]]:
     captured: list[Statement] = []
     original = PGCatalogTool._fetch
 
-    def fetch(self, sql: str, params) -> list[tuple]:
+    def fetch(self, sql: str, params, guarded: bool = True) -> list[tuple]:
         captured.append((sql, list(params)))
-        return original(self, sql, params)
+        return original(self, sql, params, guarded)
 
     PGCatalogTool._fetch = fetch
     try:

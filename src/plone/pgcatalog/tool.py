@@ -331,8 +331,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
     # -- reading ------------------------------------------------------------------
 
-    def _fetch(self, sql: str, params) -> list[tuple]:
-        return fetch(self, sql, params)
+    def _fetch(self, sql: str, params, guarded: bool = True) -> list[tuple]:
+        return fetch(self, sql, params, guarded=guarded)
 
     def _select(self, columns: str, where: str, params) -> list[tuple]:
         """``SELECT columns FROM <catalog rows> WHERE where``: the catalog as
@@ -342,7 +342,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _load_metadata(self, zoids: list[int]) -> dict:
         rows = self._fetch(
-            "SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids]
+            "SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids], guarded=False
         )
         found = {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
         found.update(pending_metadata(get_pending(), zoids))
@@ -381,11 +381,12 @@ class PGCatalogTool(UniqueObject, Folder):
             return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
 
         if b_size is None:
-            # the first rows and the count (len() is the count, and listings
-            # ask for it); more rows when somebody walks that far
-            rows = self._select("zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
-            total = rows[0][2] if rows else 0
-            return self._results([row[:2] for row in rows], length=total, total=total, load_rows=load_rows)
+            # the first rows only: len() counts the matches when asked (a
+            # count of a large result costs more than its first page), and
+            # more rows are selected when somebody walks that far
+            rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+            total = len(rows) if len(rows) < MIN_ROWS else None
+            return self._results(rows, total=total, count=count, load_rows=load_rows)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
@@ -502,7 +503,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.private
     def getCounter(self) -> int:
         processQueue()
-        counter = self._fetch("SELECT value FROM pgcatalog_counter WHERE id = 1", [])[0][0]
+        counter = self._fetch("SELECT value FROM pgcatalog_counter WHERE id = 1", [], guarded=False)[0][0]
         # the commit bumps the counter once for this transaction's changes
         return counter + 1 if has_changes(get_pending()) else counter
 
