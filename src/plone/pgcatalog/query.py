@@ -101,7 +101,7 @@ class Statement:
     params: list
     order: list[str] = field(default_factory=list)
     order_params: list = field(default_factory=list)
-    ranked: bool = False
+    ranked: bool = False  # ordered by relevance (no sort_on): every match is ranked
     # Whether some clause is false for rows that are not cataloged (their
     # catalog columns are NULL).  Then ``idx IS NOT NULL`` is left out: the
     # planner would take it as independent of the other clauses and
@@ -485,6 +485,7 @@ def add_sort(stmt: Statement, spec) -> None:
         return
     stmt.order = []
     stmt.order_params = []
+    stmt.ranked = False
     for index, descending in spec:
         expr = index.expression()
         direction = "DESC" if descending else "ASC"

@@ -383,9 +383,17 @@ class PGCatalogTool(UniqueObject, Folder):
         if b_size is None:
             # the first rows only: len() counts the matches when asked (a
             # count of a large result costs more than its first page), and
-            # more rows are selected when somebody walks that far
-            rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
-            total = len(rows) if len(rows) < MIN_ROWS else None
+            # more rows are selected when somebody walks that far.  Ranking
+            # by relevance visits every match anyway: the count comes along.
+            if stmt.ranked:
+                rows = self._select(
+                    "zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS]
+                )
+                total = rows[0][2] if rows else 0
+                rows = [row[:2] for row in rows]
+            else:
+                rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+                total = len(rows) if len(rows) < MIN_ROWS else None
             return self._results(rows, total=total, count=count, load_rows=load_rows)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
