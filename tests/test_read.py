@@ -92,7 +92,9 @@ class ReadTest(CatalogTestCase):
         walked = self.catalog(portal_type="Document", sort_on="sortable_title")
         self.assertEqual(sum(1 for _ in walked), 1000)
         self.assertEqual(walked.count_queries, 0)
-        ranked = self.catalog(SearchableText="Doc")  # relevance ranks every match: counted with the first rows
+        ranked = self.catalog(
+            SearchableText="Doc"
+        )  # relevance ranks every match: counted with the first rows
         self.assertEqual((len(ranked), ranked.count_queries, ranked.row_queries), (1000, 0, 0))
         unsorted = self.catalog(portal_type="Document")
         self.assertEqual(
