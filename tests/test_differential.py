@@ -58,6 +58,9 @@ def queries(site):
         {"UID": uid},
         {"UID": uids, "sort_on": "sortable_title"},
         {"is_folderish": True, "sort_on": "sortable_title"},
+        # plone.app.querystring turns a row without an index into a None key (trap 31)
+        {None: {"query": "x"}, "portal_type": "Document", "sort_on": "sortable_title"},
+        {None: None, 1: "x"},
         {"is_folderish": False, "portal_type": "Event", "sort_on": "sortable_title"},
         {"exclude_from_nav": True, "sort_on": "sortable_title"},
         {"path": root, "sort_on": "sortable_title"},
