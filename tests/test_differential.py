@@ -249,10 +249,10 @@ class DifferentialTest(unittest.TestCase):
         self.compare("unrestricted", unrestricted=True)
 
     def test_pages_by_walk_and_by_fallback(self):
-        """A page (sorted, or unsorted in record id order) is read off an
-        index, or, when the walk finds too few matches, by the plain query:
-        both give ZCatalog's page.  Unbatched searches here select 3 rows
-        at first, so that their walks, later windows and counts all run."""
+        """A sorted page is read off the sort index, or, when the walk finds
+        too few matches, by the plain query: both give ZCatalog's page.
+        Unbatched searches here select 3 rows at first, so that their later
+        windows and counts run too."""
         login(self.layer["app"], SITE_OWNER_NAME)
         for label, walk in (("walk finds all", 10**6), ("walk finds none", 0)):
             with (

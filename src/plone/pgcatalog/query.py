@@ -110,9 +110,8 @@ class Statement:
     # Ties are broken by record id, in the direction of the last sort key,
     # as ZCatalog's sort of (key, rid) pairs does.
     tiebreak: str = "zoid"
-    # The one sort key, when a B-tree index on (key, zoid) serves it, or
-    # ``zoid`` for an unsorted search: a short page of the result can then
-    # be read off that index (top_sql).
+    # The one sort key, when a B-tree index on (key, zoid) serves it: a
+    # short page of the result can then be read off that index (top_sql).
     walk_key: tuple[str, str] | None = None
     # A clause that keeps the result small (a UID, an object or a folder's
     # children): the plain plan then beats walking the sort index.
@@ -433,8 +432,6 @@ def build(
         return None
     if not used:
         return None
-    if not stmt.ranked:
-        stmt.walk_key = ("zoid", "ASC")  # unsorted: record id order
     return stmt
 
 
@@ -489,7 +486,6 @@ def add_sort(stmt: Statement, spec) -> None:
     stmt.order = []
     stmt.order_params = []
     stmt.ranked = False
-    stmt.walk_key = None
     for index, descending in spec:
         expr = index.expression()
         direction = "DESC" if descending else "ASC"
@@ -510,7 +506,7 @@ def walk_rows(needed: int) -> int:
 
 def top_sql(stmt: Statement, relation: tuple[str, list], needed: int, offset: int) -> tuple[str, list]:
     """``SELECT zoid, path`` of rows ``offset`` to ``needed`` of a search
-    sorted on one key (or unsorted, in record id order), in one statement.
+    sorted on one key, in one statement.
 
     The planner takes the clauses of a catalog query as independent, but
     all of them hold only on catalog rows (a few percent of
@@ -522,16 +518,13 @@ def top_sql(stmt: Statement, relation: tuple[str, list], needed: int, offset: in
     which the planner then serves well from the other indexes.
     """
     key, direction = stmt.walk_key
-    if key == "zoid":  # record id order: the walk goes along the index of catalog rows
-        walk_where, order = CATALOGED, f"zoid {direction}"
-    else:
-        walk_where, order = f"{key} IS NOT NULL", f"{key} {direction}, zoid {direction}"
+    order = f"{key} {direction}, zoid {direction}"
     where = stmt.where_sql()
     rel, rel_params = relation
     sql = f"""WITH hits AS (
   SELECT zoid, path, k FROM (
     SELECT zoid, path, {key} AS k, ({where}) AS ok FROM {rel}
-     WHERE {walk_where} ORDER BY {order} LIMIT %s) AS walk
+     WHERE {key} IS NOT NULL ORDER BY {order} LIMIT %s) AS walk
    WHERE ok LIMIT %s)
 SELECT zoid, path FROM (
   SELECT zoid, path, k FROM hits WHERE (SELECT count(*) FROM hits) = %s

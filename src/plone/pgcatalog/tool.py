@@ -392,10 +392,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 total = rows[0][2] if rows else 0
                 rows = [row[:2] for row in rows]
             else:
-                if stmt.walks(MIN_ROWS):
-                    rows = self._fetch(*top_sql(stmt, catalog_relation(get_pending()), MIN_ROWS, 0))
-                else:
-                    rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+                rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
                 total = len(rows) if len(rows) < MIN_ROWS else None
             return self._results(rows, total=total, count=count, load_rows=load_rows)
 
