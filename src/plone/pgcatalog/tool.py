@@ -350,6 +350,11 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict."""
+        odd = [key for key in query if not isinstance(key, str)]
+        if odd:
+            # ZCatalog's query plan sorts the keys and fails the same way
+            # (plone.app.querystring makes a None key of an empty row)
+            raise TypeError(f"catalog query keys must be strings, not {odd[0]!r}")
         defs = self._index_defs()
         lexicons = self._lexicons()
         stmt = build(query, defs, lexicons, self.getPhysicalPath())
