@@ -59,9 +59,8 @@ class ReadTest(CatalogTestCase):
         self.assertEqual(titles, [f"Doc {i:04d}" for i in range(1000)])
 
     def test_rows_selected_when_needed(self):
-        """A large unbatched result hands over its first rows and counts
-        when len() is asked for; the other rows are selected when walked
-        to, a growing window at a time."""
+        """A large unbatched result hands over its length and first rows;
+        the others are selected when walked to, a growing window at a time."""
         self.create(1000)
         fetched = []
         original = PGCatalogTool._fetch
@@ -73,12 +72,11 @@ class ReadTest(CatalogTestCase):
 
         with mock.patch.object(PGCatalogTool, "_fetch", spy):
             results = self.catalog(portal_type="Document", sort_on="sortable_title")
-            self.assertEqual(fetched, [100])  # the search moved 100 rows, not 1000
             self.assertEqual(len(results), 1000)
             self.assertEqual(results.actual_result_count, 1000)
-            self.assertEqual(fetched, [100, 1])  # then one count
+            self.assertEqual(fetched, [100])  # the search moved 100 rows and the count, not 1000 rows
             self.assertEqual(results[950].getId, "d0950")  # a jump: a window from there
-            self.assertEqual(fetched[2], 50)
+            self.assertEqual(fetched[1], 50)
             ids = [b.getId for b in results]
             # a page of a large result: no count unless asked
             fetched.clear()

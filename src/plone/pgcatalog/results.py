@@ -1,8 +1,8 @@
 """Lazy search results and catalog brains.
 
-A search selects identifiers only (zoid and path), and of a large result
-only its first rows or its batch: ``len()`` is one number, counted when
-first asked for, and the rest is selected when somebody walks that far.  Metadata is
+A search selects identifiers only (zoid and path) plus the total count,
+and of a large unbatched result only its first rows: ``len()`` is one
+number, and the rest is selected when somebody walks that far.  Metadata is
 loaded when a brain's metadata is first touched, in one query for a window
 of brains starting at that one: what a listing is about to show, never the
 whole result.
@@ -42,9 +42,8 @@ class CatalogResults(Lazy):
     batch (``b_size``, ``sort_limit``) the matches are counted when first
     asked for, unless the rows tell (a short last batch): the search for a
     page of a large result then stops at the page.  An unbatched search
-    selects only its first rows, and counts when ``len()`` is first asked
-    for (unless the first rows were all); the other rows are selected when
-    first used, a window at a time, by *load_rows(offset, limit)*.
+    hands over its count and only its first rows: the others are selected
+    when first used, a window at a time, by *load_rows(offset, limit)*.
     """
 
     def __init__(

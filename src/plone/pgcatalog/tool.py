@@ -386,20 +386,13 @@ class PGCatalogTool(UniqueObject, Folder):
             return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
 
         if b_size is None:
-            # the first rows only: len() counts the matches when asked (a
-            # count of a large result costs more than its first page), and
-            # more rows are selected when somebody walks that far.  Ranking
-            # by relevance visits every match anyway: the count comes along.
-            if stmt.ranked:
-                rows = self._select(
-                    "zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS]
-                )
-                total = rows[0][2] if rows else 0
-                rows = [row[:2] for row in rows]
-            else:
-                rows = self._select("zoid, path", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
-                total = len(rows) if len(rows) < MIN_ROWS else None
-            return self._results(rows, total=total, count=count, load_rows=load_rows)
+            # the first rows and the count, in one statement: len() is the
+            # count and listings ask for it (counting later would mean a
+            # second pass over every match whenever the plan reads them all
+            # anyway); more rows are selected when somebody walks that far
+            rows = self._select("zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+            total = rows[0][2] if rows else 0
+            return self._results([row[:2] for row in rows], length=total, total=total, load_rows=load_rows)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
