@@ -6,6 +6,7 @@ from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 
+from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from zope.component.hooks import setSite
 
@@ -23,6 +24,18 @@ class CatalogTestCase(unittest.TestCase):
         self.portal = self.layer["portal"]
         login(self.layer["app"], SITE_OWNER_NAME)
         self.catalog = self.portal.portal_catalog
+
+
+class BothSitesTestCase(unittest.TestCase):
+    """A test on the pgcatalog site and the stock ZCatalog site (``self.sites``),
+    logged in as the site owner."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        app = self.layer["app"]
+        self.sites = (app["plone"], app["zplone"])
+        login(app, SITE_OWNER_NAME)
 
 
 WORDS = (

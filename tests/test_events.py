@@ -5,13 +5,11 @@ from datetime import datetime
 from datetime import timedelta
 from datetime import timezone, UTC
 from DateTime import DateTime
+from helpers import BothSitesTestCase
 from helpers import relpaths
 from plone import api
-from plone.app.testing import login
-from plone.app.testing import SITE_OWNER_NAME
 from plone.event import utils as plone_event_utils
 from plone.pgcatalog.events import as_pytz
-from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from Products.CMFCore.indexing import processQueue
 from zope.component.hooks import setSite
 
@@ -37,13 +35,9 @@ class AsPytzTest(unittest.TestCase):
         self.assertIs(as_pytz(vienna), vienna)
 
 
-class RecurringEventTest(unittest.TestCase):
-    layer = DIFFERENTIAL_TESTING
-
+class RecurringEventTest(BothSitesTestCase):
     def setUp(self):
-        app = self.layer["app"]
-        self.sites = (app["plone"], app["zplone"])
-        login(app, SITE_OWNER_NAME)
+        super().setUp()
         # whole hours ten days ahead: the upcoming occurrence is the first
         now = datetime.now(pytz.utc).replace(minute=0, second=0, microsecond=0)
         self.first = now + timedelta(days=10)

@@ -7,18 +7,17 @@ content on both sites.
 """
 
 from DateTime import DateTime
+from helpers import BothSitesTestCase
 from helpers import build_content
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
-from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from test_differential import outcome
 from zope.component.hooks import setSite
 
 import random
 import transaction
-import unittest
 
 
 QUERIES = 250
@@ -101,16 +100,13 @@ def generated(site, seed: int = 4711) -> list[dict]:
     return queries
 
 
-class GeneratedQueriesTest(unittest.TestCase):
-    layer = DIFFERENTIAL_TESTING
-
+class GeneratedQueriesTest(BothSitesTestCase):
     def setUp(self):
-        app = self.layer["app"]
-        self.sites = (app["plone"], app["zplone"])
+        super().setUp()
         for site in self.sites:
             build_content(site)
             setSite(site)
-            login(app, SITE_OWNER_NAME)
+            login(self.layer["app"], SITE_OWNER_NAME)
             api.user.create(email="jane@example.org", username=MEMBER, password="secret-secret")
             api.user.grant_roles(username=MEMBER, obj=site["item-005"], roles=["Reader"])
         transaction.commit()

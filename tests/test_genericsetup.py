@@ -2,11 +2,11 @@
 catalog's indexes as it configures ZCatalog's: compared on both sites."""
 
 from DateTime import DateTime
+from helpers import BothSitesTestCase
 from helpers import build_content
 from helpers import relpaths
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
-from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from Products.GenericSetup.interfaces import IBody
 from Products.GenericSetup.interfaces import INode
 from Products.GenericSetup.testing import DummySetupEnviron
@@ -14,7 +14,6 @@ from zope.component import getMultiAdapter
 from zope.component.hooks import setSite
 
 import transaction
-import unittest
 
 
 ADDON = """<?xml version="1.0"?>
@@ -47,16 +46,12 @@ def import_catalog_xml(site, xml: str) -> None:
     importer.body = xml.encode()
 
 
-class CatalogXMLTest(unittest.TestCase):
-    layer = DIFFERENTIAL_TESTING
-
+class CatalogXMLTest(BothSitesTestCase):
     def setUp(self):
-        app = self.layer["app"]
-        self.sites = (app["plone"], app["zplone"])
-        login(app, SITE_OWNER_NAME)
+        super().setUp()
         for site in self.sites:
             build_content(site)
-        login(app, SITE_OWNER_NAME)
+        login(self.layer["app"], SITE_OWNER_NAME)
 
     def each(self, action) -> None:
         for site in self.sites:

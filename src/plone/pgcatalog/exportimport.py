@@ -38,7 +38,7 @@ class IndexNodeAdapter(NodeAdapterBase):
         index = self.context._def
         node = self._getObjectNode("index")
         if index.kind in _ATTR_KINDS or index.custom:
-            for attr in index.attrs or (index.name,):
+            for attr in index.source_names:
                 child = self._doc.createElement("indexed_attr")
                 child.setAttribute("value", attr)
                 node.appendChild(child)

@@ -79,7 +79,7 @@ def _datum(attrs: Attributes, attr: str):
 
 def field_value(attrs: Attributes, index: r.IndexDef):
     value = _marker
-    for attr in index.attrs or (index.name,):
+    for attr in index.source_names:
         datum = _datum(attrs, attr)
         if datum is not _marker and datum is not None and datum is not MV:
             value = datum
@@ -105,7 +105,7 @@ def json_scalar(value):
 
 def keyword_values(attrs: Attributes, index: r.IndexDef):
     keywords = []
-    for attr in index.attrs or (index.name,):
+    for attr in index.source_names:
         value = _datum(attrs, attr)
         if value is _marker or not value:
             continue
@@ -125,7 +125,7 @@ def keyword_values(attrs: Attributes, index: r.IndexDef):
 
 def date_value(attrs: Attributes, index: r.IndexDef):
     result = _marker
-    for attr in index.attrs or (index.name,):
+    for attr in index.source_names:
         datum = _datum(attrs, attr)
         if datum is _marker or datum is None:
             continue
@@ -203,7 +203,7 @@ def recurring_value(attrs: Attributes, index: r.IndexDef):
 def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str]:
     """The words ZCTextIndex would index, after the lexicon's pipeline."""
     words = []
-    for attr in index.attrs or (index.name,):
+    for attr in index.source_names:
         datum = _datum(attrs, attr)
         if datum is _marker or datum is None or datum is MV:
             continue

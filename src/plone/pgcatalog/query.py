@@ -269,13 +269,14 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement
     if not high:
         high = None  # UnIndex: a false upper bound means none
     bounds = [v for v in (low, high) if v is not None]
-    if all(isinstance(v, str) for v in bounds):
-        value, cast = "k", ' COLLATE "C"'
+    textual = all(isinstance(v, str) for v in bounds)
+    if textual:
+        elements, value, cast = "jsonb_array_elements_text", "k", ' COLLATE "C"'
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
-        value, cast = "(CASE WHEN jsonb_typeof(k) = 'number' THEN k::text::numeric END)", "::numeric"
+        elements, cast = "jsonb_array_elements", "::numeric"
+        value = "(CASE WHEN jsonb_typeof(k) = 'number' THEN k::text::numeric END)"
     else:
         raise TypeError(f"index {index.name!r}: range bounds {bounds!r} cannot be compared")
-    elements = "jsonb_array_elements_text" if cast.startswith(" COLLATE") else "jsonb_array_elements"
     tests = []
     for op, bound in ((">=", low), ("<=", high)):
         if bound is not None:
@@ -283,7 +284,7 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement
     in_range = " AND ".join(tests) or "TRUE"
     expr = index.expression()
     if q.get("operator") == "and":
-        if elements != "jsonb_array_elements_text":
+        if not textual:
             raise ValueError(f"index {index.name!r}: an 'and' range needs text keywords")
         # the keywords in range, over the committed catalog (the inner
         # object_state is the table: its columns shadow the outer ones)

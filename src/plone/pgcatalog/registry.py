@@ -84,6 +84,11 @@ class IndexDef:
     options: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
+    def source_names(self) -> tuple[str, ...]:
+        """The attributes the index reads: its own name unless configured."""
+        return self.attrs or (self.name,)
+
+    @property
     def query_options(self) -> tuple[str, ...]:
         if self.kind in QUERY_OPTIONS:
             return QUERY_OPTIONS[self.kind]
@@ -176,16 +181,13 @@ def index_def_from_zcatalog(index) -> IndexDef | None:
     """
     kind = index.meta_type
     name = index.getId()
+    getter = getattr(index, "getIndexSourceNames", None)
+    attrs = tuple(getter()) if getter is not None else ()
     if kind not in KINDS:
         utility = query_custom_kind(kind)
         if utility is None:
             return None
-        getter = getattr(index, "getIndexSourceNames", None)
-        return IndexDef(name, kind, tuple(getter()) if getter else (), dict(utility.options(index)))
-    attrs = ()
-    getter = getattr(index, "getIndexSourceNames", None)
-    if getter is not None:
-        attrs = tuple(getter())
+        return IndexDef(name, kind, attrs, dict(utility.options(index)))
     options = {}
     if kind == DATE:
         options["naive_as_local"] = bool(getattr(index, "index_naive_time_as_local", True))
