@@ -99,6 +99,14 @@ class ReadTest(CatalogTestCase):
             sorted(b.getPath() for b in unsorted), sorted(f"/plone/many/d{i:04d}" for i in range(1000))
         )
         self.assertEqual([b.getRID() for b in unsorted], sorted(b.getRID() for b in unsorted))
+        # every record, lazily too: the first rows and the count
+        fetched.clear()
+        with mock.patch.object(PGCatalogTool, "_fetch", spy):
+            everything = self.catalog.searchAll()
+            self.assertEqual((len(everything), fetched), (len(self.catalog), [100, 1]))
+        self.assertEqual(
+            [b.getRID() for b in self.catalog.getAllBrains()], sorted(b.getRID() for b in everything)
+        )
 
     def test_batch_and_counts(self):
         results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=20, b_size=10)

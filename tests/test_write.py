@@ -110,6 +110,48 @@ class WriteTest(CatalogTestCase):
         self.assertEqual(self.find(object_provides=provides), ["/d4"])
         self.assertEqual(self.find(SearchableText="fourth"), ["/d4"])
 
+    def test_reindex_index_loads_objects_in_batches(self):
+        """reindexIndex and refreshCatalog recompute from the objects, loaded
+        a batch at a time (one prefetch per batch, not a load per object)."""
+        folder = api.content.create(container=self.portal, type="Folder", id="batch", title="Batch")
+        for i in range(7):
+            folder.invokeFactory("Document", f"b{i}", title=f"B {i}")
+        transaction.commit()
+        for i in range(7):
+            folder[f"b{i}"].exclude_from_nav = True  # not reindexed
+        transaction.commit()
+        self.assertEqual(self.find(exclude_from_nav=True), [])
+        from plone.pgcatalog import rebuild
+
+        batches = []
+        original = rebuild.prefetch
+
+        def spy(context, zoids):
+            batches.append(len(zoids))
+            return original(context, zoids)
+
+        cataloged = len(self.catalog)
+        with mock.patch.object(rebuild, "BATCH", 3), mock.patch.object(rebuild, "prefetch", spy):
+            self.catalog.reindexIndex("exclude_from_nav")
+        transaction.commit()
+        self.assertEqual(self.find(exclude_from_nav=True), [f"/batch/b{i}" for i in range(7)])
+        self.assertEqual(sum(batches), cataloged)
+        self.assertEqual(max(batches), 3)
+        self.assertEqual(len(batches), -(-cataloged // 3))
+        for i in range(7):
+            folder[f"b{i}"].title = f"Refreshed {i}"
+        batches.clear()
+        with mock.patch.object(rebuild, "prefetch", spy):
+            self.catalog.refreshCatalog(clear=1)
+        transaction.commit()
+        self.assertEqual(len(self.catalog), cataloged)
+        self.assertEqual(len(batches), -(-cataloged // rebuild.BATCH))
+        self.assertEqual(self.find(Title="refreshed"), [f"/batch/b{i}" for i in range(7)])
+        # a transaction that changes the catalog only still commits it
+        self.catalog.uncatalog_object("/plone/batch/b6")
+        transaction.commit()
+        self.assertNotIn("/plone/batch/b6", self.rows())
+
     def catalog_closure(self, conn):
         """zoids of the tool and every persistent object reachable from it."""
         zoid = int.from_bytes(self.catalog.aq_base._p_oid, "big")

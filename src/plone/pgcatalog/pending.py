@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from plone.pgcatalog.connection import jar_of
 from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from zope.interface import implementer
 
@@ -109,6 +110,21 @@ def get_pending(txn=None, create: bool = False) -> Pending | None:
     txn.set_data(_KEY, pending)
     txn.join(PendingDataManager(pending, txn))
     return pending
+
+
+def changes_for(context) -> Pending:
+    """The pending changes of this transaction, to add to on behalf of
+    *context* (the catalog tool).
+
+    The storage writes them in its vote, so its ZODB connection has to take
+    part in the commit even when no object changed (``reindexIndex``, an
+    ``uncatalog_object`` on its own): the connection joins the transaction
+    without an object to store, as ZODB's own ``_register()`` does.
+    """
+    jar = jar_of(context)
+    if jar is not None:
+        jar._register()
+    return get_pending(create=True)
 
 
 @implementer(transaction.interfaces.IDataManager, transaction.interfaces.ISavepointDataManager)

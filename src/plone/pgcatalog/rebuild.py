@@ -1,10 +1,11 @@
-"""Walking a site for ``clearFindAndRebuild``, loading objects in batches.
+"""Walking a site or the catalog's paths, loading objects in batches.
 
-ZCatalog walks with ``ZopeFindAndApply``, which loads each object, and each
-of its persistent parts (annotations, workflow history, ...), with a query
-of its own: three or four round trips per document.  The walk here visits
-the same objects in the same order, but before a batch of children is
-visited it warms the storage's cache with the children and everything they
+ZCatalog walks with ``ZopeFindAndApply`` (``clearFindAndRebuild``) or
+resolves one path after another (``reindexIndex``, ``refreshCatalog``); both
+load each object, and each of its persistent parts (annotations, workflow
+history, ...), with a query of its own: three or four round trips per
+document.  The walks here visit the same objects in the same order, but
+first warm the storage's cache with a batch of objects and everything they
 reference, in two queries.
 """
 
@@ -42,7 +43,7 @@ def descendants(container) -> Iterator:
         logger.warning("Cannot list %r; its contents are not cataloged", container, exc_info=True)
         return
     for chunk in batched(items, BATCH):
-        prefetch(container, [ob for _, ob in chunk])
+        prefetch(container, [zoid_of(ob) for _, ob in chunk])
         for _, ob in chunk:
             was_ghost = getattr(ob, "_p_changed", 0) is None
             yield ob
@@ -51,12 +52,33 @@ def descendants(container) -> Iterator:
                 ob._p_deactivate()
 
 
-def prefetch(context, objects: list) -> None:
-    """Load *objects* and the objects they reference, in two queries."""
+def cataloged_objects(tool, rows: list[tuple[int, str]]) -> Iterator[tuple[str, object]]:
+    """``(path, object)`` for the catalog rows ``(zoid, path)`` whose
+    object still resolves, a batch of objects loaded at a time; objects
+    left unchanged are turned back into ghosts after each batch."""
+    root = tool.getPhysicalRoot()
+    jar = getattr(aq_base(tool), "_p_jar", None)
+    for chunk in batched(rows, BATCH):
+        prefetch(tool, [zoid for zoid, _ in chunk])
+        for _, path in chunk:
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is not None:
+                yield path, obj
+        if jar is not None:
+            jar.cacheGC()
+
+
+def zoid_of(obj) -> int | None:
+    oid = getattr(aq_base(obj), "_p_oid", None)
+    return None if oid is None else int.from_bytes(oid, "big")
+
+
+def prefetch(context, zoids: list[int | None]) -> None:
+    """Load the objects *zoids* and the objects they reference, in two
+    queries (objects not stored yet, ``None``, are skipped)."""
     jar = getattr(aq_base(context), "_p_jar", None)
-    oids = [oid for ob in objects if (oid := getattr(aq_base(ob), "_p_oid", None)) is not None]
-    if jar is None or not oids:
+    zoids = [zoid for zoid in zoids if zoid is not None]
+    if jar is None or not zoids:
         return
-    zoids = [int.from_bytes(oid, "big") for oid in oids]
     refs = [zoid.to_bytes(8, "big") for (zoid,) in fetch(context, _REFS, [zoids])]
-    jar.prefetch(oids, refs)
+    jar.prefetch([zoid.to_bytes(8, "big") for zoid in zoids], refs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import storage_instance
-from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.tool import ensure_processor
 from plone.pgcatalog.tool import LEXICON_META_TYPE
@@ -84,7 +84,7 @@ def replace_catalog(site) -> PGCatalogTool:
     getSiteManager(site).registerUtility(aq_base(tool), ICatalogTool)
     register_required_tool(site.portal_setup)
 
-    pending = get_pending(create=True)
+    pending = changes_for(tool)
     for index in defs:
         pending.ddl.extend(index_ddl(index))
     tool.clearFindAndRebuild()

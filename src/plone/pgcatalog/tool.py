@@ -16,6 +16,7 @@ from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from DateTime import DateTime
+from functools import partial
 from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from plone.indexer.interfaces import IIndexableObject
@@ -30,6 +31,7 @@ from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.overlay import catalog_relation
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
+from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.processor import CatalogStateProcessor
 from plone.pgcatalog.query import add_sort
@@ -37,6 +39,7 @@ from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
+from plone.pgcatalog.rebuild import cataloged_objects
 from plone.pgcatalog.rebuild import descendants
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MIN_ROWS
@@ -147,7 +150,7 @@ class PGCatalogTool(UniqueObject, Folder):
             logger.error("%s", exc)
             raise CatalogError(str(exc)) from exc
         self._set_index_defs([*self._index_defs().values(), index])
-        get_pending(create=True).ddl.extend(index_ddl(index))
+        changes_for(self).ddl.extend(index_ddl(index))
 
     manage_addIndex = addIndex
 
@@ -172,7 +175,7 @@ class PGCatalogTool(UniqueObject, Folder):
         if old == index and old.options == index.options:
             return
         self._set_index_defs([index if d.name == index.name else d for d in defs.values()])
-        pending = get_pending(create=True)
+        pending = changes_for(self)
         pending.ddl.extend(index_ddl(index))
         pending.clear_index(index.name, index.column, clear_index_sql(index))
 
@@ -184,11 +187,9 @@ class PGCatalogTool(UniqueObject, Folder):
         for each in names:
             if each not in defs:
                 raise CatalogError(f"The index {each!r} does not exist")
-        root = self.getPhysicalRoot()
-        for (path,) in self._select("path", f"{CATALOGED} ORDER BY path", []):
-            obj = root.unrestrictedTraverse(path, None)
-            if obj is not None:
-                self.catalog_object(obj, path, idxs=names, update_metadata=0)
+        rows = self._select("zoid, path", f"{CATALOGED} ORDER BY path", [])
+        for path, obj in cataloged_objects(self, rows):
+            self.catalog_object(obj, path, idxs=names, update_metadata=0)
 
     @security.protected(ManageZCatalogEntries)
     def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
@@ -248,11 +249,11 @@ class PGCatalogTool(UniqueObject, Folder):
         row = extract(
             wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None, with_metadata
         )
-        get_pending(create=True).catalog(zoid, row)
+        changes_for(self).catalog(zoid, row)
 
     @security.protected(ManageZCatalogEntries)
     def uncatalog_object(self, uid):
-        get_pending(create=True).uncatalog(uid)
+        changes_for(self).uncatalog(uid)
 
     @security.private
     def indexObject(self, object, idxs=None):
@@ -295,7 +296,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Empty the catalog (at commit, in the same transaction)."""
-        get_pending(create=True).clear()
+        changes_for(self).clear()
 
     @security.protected(ManageZCatalogEntries)
     def clearFindAndRebuild(self):
@@ -318,16 +319,11 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(ManageZCatalogEntries)
     def refreshCatalog(self, clear=0, pghandler=None):
-        paths = [
-            path for _, path in self._fetch("SELECT zoid, path FROM object_state WHERE " + CATALOGED, [])
-        ]
+        rows = self._select("zoid, path", f"{CATALOGED} ORDER BY path", [])
         if clear:
             self.manage_catalogClear()
-        root = self.getPhysicalRoot()
-        for path in paths:
-            obj = root.unrestrictedTraverse(path, None)
-            if obj is not None:
-                self.catalog_object(obj, path)
+        for path, obj in cataloged_objects(self, rows):
+            self.catalog_object(obj, path)
 
     # -- reading ------------------------------------------------------------------
 
@@ -382,17 +378,9 @@ class PGCatalogTool(UniqueObject, Folder):
         def count() -> int:
             return self._select("count(*)", where, stmt.params)[0][0]
 
-        def load_rows(offset: int, limit: int) -> list[tuple]:
-            return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
-
         if b_size is None:
-            # the first rows and the count, in one statement: len() is the
-            # count and listings ask for it (counting later would mean a
-            # second pass over every match whenever the plan reads them all
-            # anyway); more rows are selected when somebody walks that far
-            rows = self._select("zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
-            total = rows[0][2] if rows else 0
-            return self._results([row[:2] for row in rows], length=total, total=total, load_rows=load_rows)
+            return self._all_matches(ordered, params)
+        load_rows = partial(self._rows, ordered, params)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
@@ -409,6 +397,23 @@ class PGCatalogTool(UniqueObject, Folder):
         rows = first[slice(b_start, b_start + b_size)]
         total = len(first) if limit <= 0 or len(first) < limit else None
         return self._results(rows, length=len(rows), total=total, count=count)
+
+    def _rows(self, ordered: str, params: list, offset: int, limit: int) -> list[tuple]:
+        """Rows ``offset`` to ``offset + limit`` of ``WHERE ordered``."""
+        return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
+
+    def _all_matches(self, ordered: str, params: list) -> CatalogResults:
+        """Every match of ``WHERE ordered`` (where clause and ORDER BY).
+
+        The first rows and the count come in one statement: len() is the
+        count and listings ask for it (counting later would mean a second
+        pass over every match whenever the plan reads them all anyway);
+        more rows are selected when somebody walks that far.
+        """
+        rows = self._select("zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
+        total = rows[0][2] if rows else 0
+        load_rows = partial(self._rows, ordered, params)
+        return self._results([row[:2] for row in rows], length=total, total=total, load_rows=load_rows)
 
     def _results(self, rows, **kw):
         tool = self
@@ -557,8 +562,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(SearchZCatalog)
     def searchAll(self):
         """ZCatalog's search for all documents: no security, no filters."""
-        rows = self._select("zoid, path", f"{CATALOGED} ORDER BY zoid", [])
-        return self._results(rows, length=len(rows), total=len(rows))
+        return self._all_matches(f"{CATALOGED} ORDER BY zoid", [])
 
     @security.protected(SearchZCatalog)
     def getobject(self, rid, REQUEST=None):
