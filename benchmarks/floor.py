@@ -4,7 +4,10 @@
 sends to PostgreSQL (it wraps ``PGCatalogTool._fetch``, through which all
 its reads go).  :func:`time_statements` then runs the same statements on
 one plain psycopg connection, prepared, with nothing else around them:
-what any implementation of the query would at least have to pay.
+what any implementation of the query would at least have to pay.  The
+statements the catalog runs with PostgreSQL's generic plan (walks down a
+sort index) run on a second connection set to generic plans, so that both
+sides execute the same plan.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from measure import time_repeated
 import psycopg
 
 
-Statement = tuple[str, list]
+Statement = tuple[str, list, bool]  # sql, params, generic plan
 
 
 @contextmanager
@@ -27,9 +30,9 @@ def capture_sql() -> Iterator[list[Statement]]:
     captured: list[Statement] = []
     original = PGCatalogTool._fetch
 
-    def fetch(self, sql: str, params, guarded: bool = True) -> list[tuple]:
-        captured.append((sql, list(params)))
-        return original(self, sql, params, guarded)
+    def fetch(self, sql: str, params, **options) -> list[tuple]:
+        captured.append((sql, list(params), options.get("generic", False)))
+        return original(self, sql, params, **options)
 
     PGCatalogTool._fetch = fetch
     try:
@@ -38,11 +41,12 @@ def capture_sql() -> Iterator[list[Statement]]:
         PGCatalogTool._fetch = original
 
 
-def run_statements(conn: psycopg.Connection, statements: list[Statement]) -> int:
-    """Execute and fetch every statement; return the rows fetched."""
+def run_statements(conns: dict[bool, psycopg.Connection], statements: list[Statement]) -> int:
+    """Execute and fetch every statement, on the connection for its plan
+    mode (``conns[generic]``); return the rows fetched."""
     rows = 0
-    with conn.cursor() as cur:
-        for sql, params in statements:
+    for sql, params, generic in statements:
+        with conns[generic].cursor() as cur:
             cur.execute(sql, params, prepare=True)
             rows += len(cur.fetchall())
     return rows
@@ -52,7 +56,7 @@ def explain(dsn: str, statements: list[Statement]) -> str:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of each statement, as text."""
     parts = []
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for sql, params in statements:
+        for sql, params, _ in statements:
             rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall()
             plan = "\n".join(row[0] for row in rows)
             parts.append(f"{sql}\n-- params: {params!r}\n{plan}\n")
@@ -61,5 +65,7 @@ def explain(dsn: str, statements: list[Statement]) -> str:
 
 def time_statements(dsn: str, statements: list[Statement], iterations: int, warmup: int) -> dict:
     """Median etc. of running *statements* in sequence, on one connection."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        return time_repeated(lambda: run_statements(conn, statements), None, iterations, warmup)
+    with psycopg.connect(dsn, autocommit=True) as plain, psycopg.connect(dsn, autocommit=True) as generic:
+        generic.execute("SET plan_cache_mode = force_generic_plan")
+        conns = {False: plain, True: generic}
+        return time_repeated(lambda: run_statements(conns, statements), None, iterations, warmup)

@@ -176,7 +176,7 @@ class Worker:
                 if not statements:
                     raise RuntimeError(f"no SQL captured for {scenario.name}: did PGCatalogTool._fetch move?")
                 entry[variant] = time_statements(self.config["dsn"], statements, iterations, warmup)
-                entry[variant]["statements"] = [sql for sql, _ in statements]
+                entry[variant]["statements"] = [sql for sql, _, _ in statements]
                 if self.config.get("profile") and variant == "listing":
                     plans.append(f"==== {scenario.label} ====\n{explain(self.config['dsn'], statements)}")
         zopesite.login(self.app)

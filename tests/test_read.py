@@ -65,8 +65,8 @@ class ReadTest(CatalogTestCase):
         fetched = []
         original = PGCatalogTool._fetch
 
-        def spy(tool, sql, params, guarded=True):
-            rows = original(tool, sql, params, guarded)
+        def spy(tool, sql, params, **options):
+            rows = original(tool, sql, params, **options)
             fetched.append(len(rows))
             return rows
 
@@ -107,6 +107,27 @@ class ReadTest(CatalogTestCase):
         self.assertEqual(
             [b.getRID() for b in self.catalog.getAllBrains()], sorted(b.getRID() for b in everything)
         )
+
+    def test_walks_run_generic_plans(self):
+        """A page sought along the sort index runs with PostgreSQL's generic
+        plan; the setting ends with the statement (later statements of the
+        transaction are planned as usual)."""
+        calls = []
+        original = PGCatalogTool._fetch
+
+        def spy(tool, sql, params, **options):
+            calls.append(options.get("generic", False))
+            return original(tool, sql, params, **options)
+
+        conn = connection.storage_instance(self.portal).pg_connection
+        with mock.patch.object(PGCatalogTool, "_fetch", spy):
+            for _ in range(7):  # psycopg prepares a statement on its sixth run
+                page = self.catalog(portal_type="Document", sort_on="modified", b_start=5, b_size=5)
+                self.assertEqual(len(page), 5)
+        self.assertEqual(calls, [True] * 7)
+        self.assertEqual(conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"], "auto")
+        ids = [b.getId for b in self.catalog(portal_type="Document", sort_on="modified")[5:10]]
+        self.assertEqual([b.getId for b in page], ids)
 
     def test_batch_and_counts(self):
         results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=20, b_size=10)
@@ -181,5 +202,29 @@ class ReadTest(CatalogTestCase):
             self.catalog._fetch("SELECT 1 / 0", [])
         self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
         self.assertEqual(len(self.catalog(portal_type="Document")), 30)
+        # the savepoint is set once per snapshot and kept: a later failure
+        # rolls back to it just the same
+        self.assertIs(connection._savepoints.get(conn), transaction.get())
+        with self.assertRaises(psycopg.errors.DivisionByZero):
+            self.catalog._fetch("SELECT 1 / 0", [])
+        self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
+        self.assertEqual(len(self.catalog(Title="renamed")), 1)
         transaction.commit()
+        self.assertIsNot(connection._savepoints.get(conn), transaction.get())  # a new snapshot, none yet
         self.assertEqual([b.Title for b in self.catalog(Title="renamed")], ["Renamed in this transaction"])
+
+    def test_failed_read_after_the_snapshot_moved(self):
+        """If the storage's snapshot was replaced behind the catalog's back,
+        a failed read has no savepoint to return to: it ends the broken
+        transaction, and objects and searches still work."""
+        self.assertEqual(len(self.catalog(portal_type="Document")), 30)  # sets the savepoint
+        conn = connection.storage_instance(self.portal).pg_connection
+        conn.execute("COMMIT")
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        with self.assertLogs("plone.pgcatalog", "WARNING"):
+            with self.assertRaises(psycopg.errors.DivisionByZero):
+                self.catalog._fetch("SELECT 1 / 0", [])
+        self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.IDLE)
+        self.assertEqual(self.portal.many.d0002.Title(), "Doc 0002")
+        self.assertEqual(len(self.catalog(portal_type="Document")), 30)
+        transaction.abort()

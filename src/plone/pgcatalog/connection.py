@@ -19,9 +19,16 @@ from psycopg import pq
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool
 
+from weakref import WeakKeyDictionary
+
+import logging
 import os
 import psycopg
 import threading
+import transaction
+
+
+logger = logging.getLogger("plone.pgcatalog")
 
 
 READ_DSN_ENV = "PGCATALOG_READ_DSN"
@@ -113,34 +120,71 @@ def held_connection():
     return None if held is None else held[1]
 
 
+def _transaction_of(obj):
+    jar = jar_of(obj)
+    manager = getattr(jar, "transaction_manager", None) or transaction.manager
+    return manager.get()
+
+
 def _in_request() -> bool:
     from zope.globalrequest import getRequest
 
     return getRequest() is not None
 
 
-SAVEPOINT = "SAVEPOINT pgcatalog_search"
+SAVEPOINT = "pgcatalog_search"
+
+# connection -> the ZODB transaction whose snapshot holds our savepoint
+_savepoints: WeakKeyDictionary = WeakKeyDictionary()
 
 
-def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
-    """Run a read inside the storage's open transaction, in one round trip.
+GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
+DEFAULT_PLAN = "SET LOCAL plan_cache_mode TO DEFAULT"
 
-    SAVEPOINT, query and RELEASE go out as one pipeline; only when the
-    query fails is a second trip needed, to roll back to the savepoint so
-    that the storage's transaction stays usable.
+
+def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic: bool) -> list[tuple]:
+    """Run a read inside the storage's open transaction.
+
+    A read that fails there would abort the storage's snapshot, so reads
+    run after a savepoint and a failure rolls back to it.  The savepoint is
+    set once per snapshot, with the first read of the ZODB transaction (the
+    storage begins a new snapshot with each transaction): pipelined with
+    that read, and kept, so later reads pay nothing for it.
+
+    A *generic* read is run with PostgreSQL's generic plan for its
+    prepared statement, in the same round trip.
     """
     cur = conn.cursor(row_factory=tuple_row)
     try:
-        with conn.pipeline():
-            conn.execute(SAVEPOINT)
+        if _savepoints.get(conn) is txn and not generic:
             cur.execute(sql, params)
-            conn.execute("RELEASE " + SAVEPOINT)
+        else:
+            with conn.pipeline():
+                if _savepoints.get(conn) is not txn:
+                    conn.execute("SAVEPOINT " + SAVEPOINT)
+                    _savepoints[conn] = txn
+                if generic:
+                    conn.execute(GENERIC_PLAN)
+                cur.execute(sql, params)
+                if generic:
+                    conn.execute(DEFAULT_PLAN)
         return cur.fetchall()
     except BaseException:
         if conn.info.transaction_status == pq.TransactionStatus.INERROR:
-            conn.execute("ROLLBACK TO " + SAVEPOINT)
-            conn.execute("RELEASE " + SAVEPOINT)
+            _roll_back(conn)
         raise
+
+
+def _roll_back(conn: psycopg.Connection) -> None:
+    """Undo a failed read: back to the savepoint, which stays for later reads."""
+    try:
+        conn.execute("ROLLBACK TO " + SAVEPOINT)
+    except psycopg.Error:
+        # the savepoint went with a snapshot that ended behind our back (an
+        # explicit sync): end the broken transaction so the storage can go on
+        logger.warning("plone.pgcatalog: a failed read ended the storage's snapshot", exc_info=True)
+        _savepoints.pop(conn, None)
+        conn.execute("ROLLBACK")
 
 
 def _fetch(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
@@ -149,21 +193,29 @@ def _fetch(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
         return cur.fetchall()
 
 
-def fetch(obj, sql: str, params, *, guarded: bool = True) -> list[tuple]:
+def fetch(obj, sql: str, params, *, guarded: bool = True, generic: bool = False) -> list[tuple]:
     """Rows of one catalog read on behalf of *obj* (the tool).
 
     On the storage's own connection when there is one (the snapshot object
     loads use); else on the request's pooled connection, or a borrowed one.
-    In the storage's transaction a read is *guarded* by a savepoint, which
-    costs about a tenth of a millisecond: only reads that no data or query
-    value can make fail (rows by record id) go without.
+    In the storage's transaction a read is *guarded* by a savepoint (see
+    :func:`_fetch_in_snapshot`): only reads that no data or query value can
+    make fail (rows by record id) go without.
+
+    *generic*: the statement's plan does not depend on its parameters (a
+    walk down a sort index), so PostgreSQL's generic plan for it is as good
+    as a custom one, without planning it again for every search.  Custom
+    planning of a statement over ``object_state`` and its many partial
+    indexes takes most of a millisecond, and PostgreSQL keeps choosing it
+    when the generic plan's estimate looks costlier.  Only in the storage's
+    transaction: on a pooled connection the statement is planned as usual.
     """
     read_dsn = os.environ.get(READ_DSN_ENV)
     instance = None if read_dsn else storage_instance(obj)
     conn = instance.pg_connection if instance is not None else None
     if conn is not None and not conn.closed:
         if guarded and conn.info.transaction_status == pq.TransactionStatus.INTRANS:
-            return _fetch_in_snapshot(conn, sql, params)
+            return _fetch_in_snapshot(conn, sql, params, _transaction_of(obj), generic)
         return _fetch(conn, sql, params)
     dsn = read_dsn or storage_dsn(obj)
     if dsn is None:

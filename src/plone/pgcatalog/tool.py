@@ -327,8 +327,10 @@ class PGCatalogTool(UniqueObject, Folder):
 
     # -- reading ------------------------------------------------------------------
 
-    def _fetch(self, sql: str, params, guarded: bool = True) -> list[tuple]:
-        return fetch(self, sql, params, guarded=guarded)
+    def _fetch(self, sql: str, params, **options) -> list[tuple]:
+        """Every catalog read goes through here (see ``connection.fetch``
+        for the *options*)."""
+        return fetch(self, sql, params, **options)
 
     def _select(self, columns: str, where: str, params) -> list[tuple]:
         """``SELECT columns FROM <catalog rows> WHERE where``: the catalog as
@@ -386,7 +388,8 @@ class PGCatalogTool(UniqueObject, Folder):
             offset = b_start
             size = max(0, min(b_start + b_size, limit) - b_start)
             if size and stmt.walks(offset + size):
-                rows = self._fetch(*top_sql(stmt, catalog_relation(get_pending()), offset + size, offset))
+                walk = top_sql(stmt, catalog_relation(get_pending()), offset + size, offset)
+                rows = self._fetch(*walk, generic=True)
             else:
                 rows = load_rows(offset, size) if size else []
             # a short batch ends the result: the count is known
