@@ -230,6 +230,33 @@ class DifferentialTest(unittest.TestCase):
         self.assertGreater(len(zqueries), 300)
         self.compare_all("path", zqueries, pqueries, unrestricted=True)
 
+    def test_depth_and_keyword_ranges_see_their_own_transaction(self):
+        """The subqueries of an ``and`` keyword range (every keyword in the
+        range) and of a navigation tree (how deep the catalog goes) read the
+        catalog as the transaction sees it, as ZCatalog's indexes do."""
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for site in (self.pg, self.z):
+            setSite(site)
+            folders = site.portal_catalog.unrestrictedSearchResults(portal_type="Folder")
+            deep = max(folders, key=lambda b: b.getPath().count("/")).getObject()
+            deeper = api.content.create(container=deep, type="Folder", id="deeper", title="Deeper")
+            api.content.create(
+                container=deeper,
+                type="Document",
+                id="bottom",
+                title="Bottom",
+                subject=("nova", "nu", "alpha"),
+            )
+            processQueue()
+        keyword_ranges = [
+            {"Subject": {"query": ["n", "o"], "range": "min:max", "operator": "and"}, "sort_on": "id"},
+            {"Subject": {"query": ["alpha", "beta"], "range": "min:max", "operator": "and"}, "sort_on": "id"},
+            {"Subject": {"query": "nu", "range": "min", "operator": "and"}, "sort_on": "id"},
+        ]
+        zqueries = keyword_ranges + path_queries(self.z)
+        pqueries = keyword_ranges + path_queries(self.pg)
+        self.compare_all("in the transaction", zqueries, pqueries, unrestricted=True)
+
     def test_navtree_at_any_level_is_refused(self):
         """A documented difference: ZCatalog unions a navigation tree at every
         level; this catalog says it does not support that."""

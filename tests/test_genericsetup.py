@@ -38,6 +38,9 @@ RECONFIGURED = """<?xml version="1.0"?>
 </object>
 """
 
+# and once more, on review_state: searched in the importing transaction
+ON_REVIEW_STATE = RECONFIGURED.replace("portal_type", "review_state")
+
 
 def import_catalog_xml(site, xml: str) -> None:
     environ = DummySetupEnviron()
@@ -96,6 +99,21 @@ class CatalogXMLTest(BothSitesTestCase):
         self.each(lambda site: site.portal_catalog.manage_reindexIndex(ids=["addon_subjects"]))
         self.assert_same(False, addon_subjects="alpha")
         self.assert_same(True, addon_subjects="Folder")
+
+        # in the transaction that imports: emptied at once, filled by the reindex
+        for site in self.sites:
+            setSite(site)
+            import_catalog_xml(site, ON_REVIEW_STATE)
+        self.assert_same(False, addon_subjects="Folder")
+        self.assert_same(False, addon_subjects="published")
+        for site in self.sites:
+            setSite(site)
+            site.portal_catalog.manage_reindexIndex(ids=["addon_subjects"])
+        self.assert_same(False, addon_subjects="Folder")
+        self.assert_same(True, addon_subjects="published")
+        transaction.commit()
+        self.assert_same(False, addon_subjects="Folder")
+        self.assert_same(True, addon_subjects="published")
 
     def test_export_names_the_settings(self):
         self.each(lambda site: import_catalog_xml(site, ADDON))

@@ -20,6 +20,7 @@ levels from there, which only matters for ``navtree`` with ``depth`` > 1.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from plone.pgcatalog.schema import ROWS
 
 
 class PathQueryError(ValueError):
@@ -31,10 +32,10 @@ NOTHING = "FALSE"
 
 # ExtendedPathIndex refuses a navtree whose start lies below every indexed
 # object (its ``_depth``): true when some object is at least that deep.
-_DEEP_ENOUGH = "EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL AND path_depth > %s)"
+_DEEP_ENOUGH = f"EXISTS (SELECT 1 FROM {ROWS} WHERE idx IS NOT NULL AND path_depth > %s)"
 
 # The deepest indexed level, for level < 0 searches of the root itself.
-_DEEPEST = "(SELECT max(path_depth) FROM object_state WHERE idx IS NOT NULL)"
+_DEEPEST = f"(SELECT max(path_depth) FROM {ROWS} WHERE idx IS NOT NULL)"
 
 
 def _level_is(low: int, high: int | None = None) -> tuple[str, list]:

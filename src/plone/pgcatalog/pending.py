@@ -31,7 +31,7 @@ class Pending:
     written: set = field(default_factory=set)  # zoids whose row went with the object
     ddl: list = field(default_factory=list)  # CREATE INDEX statements for new indexes
     clear_all: bool = False  # manage_catalogClear: empty the catalog first
-    clears: list = field(default_factory=list)  # UPDATEs emptying reconfigured indexes
+    cleared: dict = field(default_factory=dict)  # reconfigured index -> its own column or None
 
     def catalog(self, zoid: int, row: dict) -> None:
         earlier = self.rows.get(zoid)
@@ -55,10 +55,11 @@ class Pending:
             del self.rows[zoid]
         self.removed[path] = True
 
-    def clear_index(self, name: str, column: str | None, sql: str) -> None:
+    def clear_index(self, name: str, column: str | None) -> None:
         """ZCatalog's ``index.clear()``: the values of index *name* (stored
-        in *column*, if it has one) computed so far go; *sql* empties the
-        committed rows that this transaction does not rewrite."""
+        in *column*, if it has one) go, those computed so far in this
+        transaction and, at commit, the committed ones of rows that this
+        transaction does not rewrite."""
         for zoid, row in list(self.rows.items()):
             row = dict(row)  # rows are shared with savepoint snapshots
             if column is not None:
@@ -71,7 +72,7 @@ class Pending:
                 else:
                     row["idx"].pop(name, None)
             self.rows[zoid] = row
-        self.clears.append(sql)
+        self.cleared[name] = column
 
     def snapshot(self) -> Pending:
         return Pending(
@@ -80,12 +81,12 @@ class Pending:
             set(self.written),
             list(self.ddl),
             self.clear_all,
-            list(self.clears),
+            dict(self.cleared),
         )
 
     def restore(self, other: Pending) -> None:
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
-        self.ddl, self.clear_all, self.clears = list(other.ddl), other.clear_all, list(other.clears)
+        self.ddl, self.clear_all, self.cleared = list(other.ddl), other.clear_all, dict(other.cleared)
 
     def clear(self) -> None:
         """Forget everything: the catalog will be emptied at commit."""
@@ -94,7 +95,7 @@ class Pending:
         self.clear_all = True
 
     def __bool__(self) -> bool:
-        return bool(self.rows or self.removed or self.ddl or self.clear_all or self.clears)
+        return bool(self.rows or self.removed or self.ddl or self.clear_all or self.cleared)
 
 
 def get_pending(txn=None, create: bool = False) -> Pending | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from plone.pgcatalog.schema import CATALOG_COLUMNS
+from plone.pgcatalog.schema import clear_index_sql
 from plone.pgcatalog.schema import schema_sql
 from zodb_pgjsonb.storage import ExtraColumn
 
@@ -88,12 +89,14 @@ class CatalogStateProcessor:
             return
         for statement in pending.ddl:
             cursor.execute(statement)
-        for statement in pending.clears:
-            cursor.execute(statement, (list(pending.rows),))
+        for name, column in pending.cleared.items():
+            cursor.execute(clear_index_sql(name, column), (list(pending.rows),))
         if pending.clear_all:
+            # rows about to be written in full need no clearing first
+            rewritten = pending.written | {zoid for zoid, row in pending.rows.items() if not row["partial"]}
             cursor.execute(
                 f"UPDATE object_state SET {_CLEAR} WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s))",
-                (list(pending.written),),
+                (list(rewritten),),
             )
         full, partial = [], []
         for zoid, row in pending.rows.items():

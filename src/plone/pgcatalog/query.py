@@ -27,6 +27,7 @@ from plone.pgcatalog.paths import EVERYTHING
 from plone.pgcatalog.paths import NOTHING
 from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import to_tsquery
 from plone.pgcatalog.values import date_minutes
 from Products.ZCatalog.ZCatalog import CatalogError
@@ -286,9 +287,9 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement
     if q.get("operator") == "and":
         if not textual:
             raise ValueError(f"index {index.name!r}: an 'and' range needs text keywords")
-        # the keywords in range, over the committed catalog (the inner
-        # object_state is the table: its columns shadow the outer ones)
-        every = f"(SELECT array_agg(DISTINCT k) FROM object_state, {elements}({expr}) AS k WHERE {CATALOGED} AND {in_range})"
+        # the keywords in range, over the catalog rows (the inner
+        # object_state's columns shadow the outer ones)
+        every = f"(SELECT array_agg(DISTINCT k) FROM {ROWS}, {elements}({expr}) AS k WHERE {CATALOGED} AND {in_range})"
         stmt.where.append(f"{expr} ?& {every}")
     else:
         stmt.where.append(f"EXISTS (SELECT 1 FROM {elements}({expr}) AS k WHERE {in_range})")
@@ -505,9 +506,9 @@ def walk_rows(needed: int) -> int:
     return 10 * needed + 200
 
 
-def top_sql(stmt: Statement, relation: tuple[str, list], needed: int, offset: int) -> tuple[str, list]:
+def top_sql(stmt: Statement, needed: int, offset: int) -> tuple[str, list]:
     """``SELECT zoid, path`` of rows ``offset`` to ``needed`` of a search
-    sorted on one key, in one statement.
+    sorted on one key, in one statement (over :data:`ROWS`).
 
     The planner takes the clauses of a catalog query as independent, but
     all of them hold only on catalog rows (a few percent of
@@ -521,19 +522,16 @@ def top_sql(stmt: Statement, relation: tuple[str, list], needed: int, offset: in
     key, direction = stmt.walk_key
     order = f"{key} {direction}, zoid {direction}"
     where = stmt.where_sql()
-    rel, rel_params = relation
     sql = f"""WITH hits AS (
   SELECT zoid, path, k FROM (
-    SELECT zoid, path, {key} AS k, ({where}) AS ok FROM {rel}
+    SELECT zoid, path, {key} AS k, ({where}) AS ok FROM {ROWS}
      WHERE {key} IS NOT NULL ORDER BY {order} LIMIT %s) AS walk
    WHERE ok LIMIT %s)
 SELECT zoid, path FROM (
   SELECT zoid, path, k FROM hits WHERE (SELECT count(*) FROM hits) = %s
   UNION ALL
-  (SELECT zoid, path, {key} FROM {rel}
+  (SELECT zoid, path, {key} FROM {ROWS}
     WHERE {where} AND (SELECT count(*) FROM hits) < %s ORDER BY {order} LIMIT %s)
 ) AS top ORDER BY k {direction}, zoid {direction} OFFSET %s"""
-    # (in the order of their placeholders: the walk's test comes before its relation)
-    params = [*stmt.params, *rel_params, walk_rows(needed), needed, needed]
-    params += [*rel_params, *stmt.params, needed, needed, offset]
+    params = [*stmt.params, walk_rows(needed), needed, needed, *stmt.params, needed, needed, offset]
     return sql, params

@@ -67,7 +67,7 @@ OWN_COLUMNS = {
 OWN_COLUMN_NAMES = tuple(OWN_COLUMNS.values())
 
 
-def _literal(name: str) -> str:
+def name_literal(name: str) -> str:
     """Quote *name* as an SQL string literal (names are registry-checked)."""
     if not _NAME.match(name):
         raise ValueError(f"unsupported index name for SQL: {name!r}")
@@ -132,7 +132,7 @@ class IndexDef:
     @property
     def key(self) -> str:
         """The index name as an SQL literal, for ``idx->'name'``."""
-        return _literal(self.name)
+        return name_literal(self.name)
 
     def expression(self) -> str:
         """The SQL expression that equality, ranges and sorting use."""

@@ -21,6 +21,12 @@ CATALOG_COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", *r.OWN_CO
 
 CATALOGED = "idx IS NOT NULL"
 
+CATALOG_ROWS = "pgcatalog_rows"
+ROWS = f"{CATALOG_ROWS} AS object_state"
+"""The catalog rows in a statement's FROM clause, under the table's name so
+that column references read the same; ``overlay.catalog_sql`` defines them
+as the table, or the table with this transaction's changes laid over it."""
+
 
 def schema_sql() -> str:
     """Columns and the fixed indexes (path, parent, SearchableText)."""
@@ -83,10 +89,12 @@ def index_ddl(index: r.IndexDef) -> list[str]:
     return ddl
 
 
-def clear_index_sql(index: r.IndexDef) -> str:
-    """Drop the committed rows' values of *index* (ZCatalog's
-    ``index.clear()``), except in the rows given as the one parameter."""
+def clear_index_sql(name: str, column: str | None) -> str:
+    """Drop the committed rows' values of index *name*, stored in its own
+    *column* if it has one (ZCatalog's ``index.clear()``), except in the
+    rows given as the one parameter."""
     keep = "NOT (zoid = ANY(%s::bigint[]))"
-    if index.column is not None:
-        return f"UPDATE object_state SET {index.column} = NULL WHERE {index.column} IS NOT NULL AND {keep}"
-    return f"UPDATE object_state SET idx = idx - {index.key} WHERE idx ? {index.key} AND {keep}"
+    if column is not None:
+        return f"UPDATE object_state SET {column} = NULL WHERE {column} IS NOT NULL AND {keep}"
+    key = r.name_literal(name)
+    return f"UPDATE object_state SET idx = idx - {key} WHERE idx ? {key} AND {keep}"

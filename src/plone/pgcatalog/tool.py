@@ -28,7 +28,7 @@ from plone.pgcatalog.extraction import extract
 from plone.pgcatalog.indexes import CatalogInternals
 from plone.pgcatalog.indexes import index_entry
 from plone.pgcatalog.indexes import IndexesMapping
-from plone.pgcatalog.overlay import catalog_relation
+from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import changes_for
@@ -44,7 +44,7 @@ from plone.pgcatalog.rebuild import descendants
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
-from plone.pgcatalog.schema import clear_index_sql
+from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.values import decode_metadata
@@ -168,8 +168,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _reconfigure_index(self, index: r.IndexDef) -> None:
         """Replace an index's definition (``catalog.xml`` settings).  When it
-        changed, its values are dropped at commit, as ZCatalog clears the
-        index: ``reindexIndex`` fills it again."""
+        changed, its values are dropped (searches in this transaction no
+        longer see them; the rows lose them at commit), as ZCatalog clears
+        the index: ``reindexIndex`` fills it again."""
         defs = self._index_defs()
         old = defs[index.name]
         if old == index and old.options == index.options:
@@ -177,7 +178,7 @@ class PGCatalogTool(UniqueObject, Folder):
         self._set_index_defs([index if d.name == index.name else d for d in defs.values()])
         pending = changes_for(self)
         pending.ddl.extend(index_ddl(index))
-        pending.clear_index(index.name, index.column, clear_index_sql(index))
+        pending.clear_index(index.name, index.column)
 
     @security.protected(ManageZCatalogEntries)
     def reindexIndex(self, name, REQUEST=None, pghandler=None):
@@ -301,7 +302,6 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def clearFindAndRebuild(self):
         """Empty the catalog, then catalog the site root and all content."""
-        idxs = list(self.indexes())
         portal = aq_parent(aq_inner(self))
 
         def index(obj):
@@ -310,7 +310,9 @@ class PGCatalogTool(UniqueObject, Folder):
             method = getattr(aq_base(obj), "reindexObject", None)
             if method is None or not callable(method):
                 return
-            self.catalog_object(obj, "/".join(obj.getPhysicalPath()), idxs)
+            # every index and the metadata: a full row (which the commit
+            # writes once, not after clearing it)
+            self.catalog_object(obj, "/".join(obj.getPhysicalPath()))
 
         self.manage_catalogClear()
         index(portal)
@@ -335,8 +337,8 @@ class PGCatalogTool(UniqueObject, Folder):
     def _select(self, columns: str, where: str, params) -> list[tuple]:
         """``SELECT columns FROM <catalog rows> WHERE where``: the catalog as
         this transaction sees it, its pending changes included."""
-        relation, relation_params = catalog_relation(get_pending())
-        return self._fetch(f"SELECT {columns} FROM {relation} WHERE {where}", [*relation_params, *params])
+        sql, head = catalog_sql(f"SELECT {columns} FROM {ROWS} WHERE {where}", get_pending())
+        return self._fetch(sql, [*head, *params])
 
     def _load_metadata(self, zoids: list[int]) -> dict:
         rows = self._fetch(
@@ -388,8 +390,9 @@ class PGCatalogTool(UniqueObject, Folder):
             offset = b_start
             size = max(0, min(b_start + b_size, limit) - b_start)
             if size and stmt.walks(offset + size):
-                walk = top_sql(stmt, catalog_relation(get_pending()), offset + size, offset)
-                rows = self._fetch(*walk, generic=True)
+                sql, walk_params = top_sql(stmt, offset + size, offset)
+                sql, head = catalog_sql(sql, get_pending())
+                rows = self._fetch(sql, [*head, *walk_params], generic=True)
             else:
                 rows = load_rows(offset, size) if size else []
             # a short batch ends the result: the count is known
