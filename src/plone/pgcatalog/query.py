@@ -408,12 +408,11 @@ def build(
     used = False
     # UID and path clauses first: when they are selective, the others are
     # written as filters (see _filter)
-    first = sorted(indexes.values(), key=lambda index: index.kind not in (r.UUID, r.PATH))
+    named = [index for index in indexes.values() if index.name in query]
+    first = sorted(named, key=lambda index: index.kind not in (r.UUID, r.PATH))
     try:
         for index in first:
             q = index_query(query, index)
-            if q is None:
-                continue
             used = True
             kind = index.kind
             if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN, r.GOPIP):

@@ -356,7 +356,8 @@ class PGCatalogTool(UniqueObject, Folder):
             # (plone.app.querystring makes a None key of an empty row)
             raise TypeError(f"catalog query keys must be strings, not {odd[0]!r}")
         defs = self._index_defs()
-        lexicons = self._lexicons()
+        texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
+        lexicons = self._lexicons() if texts else {}
         stmt = build(query, defs, lexicons, self.getPhysicalPath())
         if stmt is None:
             return LazyCat([])
