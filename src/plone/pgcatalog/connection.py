@@ -50,7 +50,10 @@ def jar_of(obj):
 
 def storage_instance(obj):
     """The zodb-pgjsonb storage instance behind *obj*'s ZODB connection."""
-    jar = jar_of(obj)
+    return _storage_of(jar_of(obj))
+
+
+def _storage_of(jar):
     # After a savepoint ZODB swaps in a TmpStore; the real one stays here.
     # (No truthiness test: a storage's len() counts its objects in SQL.)
     storage = getattr(jar, "_normal_storage", None)
@@ -62,10 +65,11 @@ def storage_instance(obj):
 
 
 def storage_dsn(obj) -> str | None:
-    instance = storage_instance(obj)
-    if instance is None:
-        return None
-    return getattr(instance._main, "_dsn", None)
+    return _dsn_of(storage_instance(obj))
+
+
+def _dsn_of(instance) -> str | None:
+    return None if instance is None else getattr(instance._main, "_dsn", None)
 
 
 def get_pool(dsn: str) -> ConnectionPool:
@@ -120,8 +124,7 @@ def held_connection():
     return None if held is None else held[1]
 
 
-def _transaction_of(obj):
-    jar = jar_of(obj)
+def _transaction_of(jar):
     manager = getattr(jar, "transaction_manager", None) or transaction.manager
     return manager.get()
 
@@ -155,12 +158,13 @@ def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic:
     prepared statement, in the same round trip.
     """
     cur = conn.cursor(row_factory=tuple_row)
+    first = _savepoints.get(conn) is not txn
     try:
-        if _savepoints.get(conn) is txn and not generic:
+        if not (first or generic):
             cur.execute(sql, params)
         else:
             with conn.pipeline():
-                if _savepoints.get(conn) is not txn:
+                if first:
                     conn.execute("SAVEPOINT " + SAVEPOINT)
                     _savepoints[conn] = txn
                 if generic:
@@ -211,13 +215,14 @@ def fetch(obj, sql: str, params, *, guarded: bool = True, generic: bool = False)
     transaction: on a pooled connection the statement is planned as usual.
     """
     read_dsn = os.environ.get(READ_DSN_ENV)
-    instance = None if read_dsn else storage_instance(obj)
-    conn = instance.pg_connection if instance is not None else None
+    jar = jar_of(obj)
+    instance = _storage_of(jar)
+    conn = instance.pg_connection if instance is not None and not read_dsn else None
     if conn is not None and not conn.closed:
         if guarded and conn.info.transaction_status == pq.TransactionStatus.INTRANS:
-            return _fetch_in_snapshot(conn, sql, params, _transaction_of(obj), generic)
+            return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic)
         return _fetch(conn, sql, params)
-    dsn = read_dsn or storage_dsn(obj)
+    dsn = read_dsn or _dsn_of(instance)
     if dsn is None:
         raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage or PGCATALOG_READ_DSN")
     if _in_request():

@@ -61,11 +61,10 @@ def merge_query(query=None, **kw) -> dict:
     return merged
 
 
-def index_query(query: dict, index: r.IndexDef) -> IndexQuery | None:
-    """Parse one index's part of *query* as ZCatalog's ``IndexQuery`` does."""
+def index_query(query: dict, index: r.IndexDef) -> IndexQuery:
+    """Parse one index's part of *query* (which names it) as ZCatalog's
+    ``IndexQuery`` does."""
     name = index.name
-    if name not in query:
-        return None
     param = query[name]
     options = {}
     if isinstance(param, (dict, record)):
@@ -404,16 +403,16 @@ def build(
     catalog's physical path (ExtendedPathIndex counts levels after the part a
     query path shares with it)."""
     lexicons = lexicons or {}
+    named = [index for index in indexes.values() if index.name in query]
+    if not named:
+        return None
     stmt = Statement(where=[], params=[])
-    used = False
     # UID and path clauses first: when they are selective, the others are
     # written as filters (see _filter)
-    named = [index for index in indexes.values() if index.name in query]
     first = sorted(named, key=lambda index: index.kind not in (r.UUID, r.PATH))
     try:
         for index in first:
             q = index_query(query, index)
-            used = True
             kind = index.kind
             if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN, r.GOPIP):
                 _field(index, q, stmt)
@@ -430,8 +429,6 @@ def build(
             else:
                 _custom(index, q, stmt)
     except Nothing:
-        return None
-    if not used:
         return None
     return stmt
 

@@ -188,7 +188,7 @@ class PGCatalogTool(UniqueObject, Folder):
         for each in names:
             if each not in defs:
                 raise CatalogError(f"The index {each!r} does not exist")
-        rows = self._select("zoid, path", f"{CATALOGED} ORDER BY path", [])
+        rows = self._cataloged_rows()
         for path, obj in cataloged_objects(self, rows):
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
 
@@ -321,7 +321,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(ManageZCatalogEntries)
     def refreshCatalog(self, clear=0, pghandler=None):
-        rows = self._select("zoid, path", f"{CATALOGED} ORDER BY path", [])
+        rows = self._cataloged_rows()
         if clear:
             self.manage_catalogClear()
         for path, obj in cataloged_objects(self, rows):
@@ -334,11 +334,19 @@ class PGCatalogTool(UniqueObject, Folder):
         for the *options*)."""
         return fetch(self, sql, params, **options)
 
+    def _read(self, sql: str, params, **options) -> list[tuple]:
+        """Rows of *sql*, which reads the catalog rows as ``ROWS``: the
+        catalog as this transaction sees it, its pending changes included."""
+        sql, head = catalog_sql(sql, get_pending())
+        return self._fetch(sql, [*head, *params], **options)
+
     def _select(self, columns: str, where: str, params) -> list[tuple]:
-        """``SELECT columns FROM <catalog rows> WHERE where``: the catalog as
-        this transaction sees it, its pending changes included."""
-        sql, head = catalog_sql(f"SELECT {columns} FROM {ROWS} WHERE {where}", get_pending())
-        return self._fetch(sql, [*head, *params])
+        """``SELECT columns FROM <catalog rows> WHERE where`` (see :meth:`_read`)."""
+        return self._read(f"SELECT {columns} FROM {ROWS} WHERE {where}", params)
+
+    def _cataloged_rows(self) -> list[tuple[int, str]]:
+        """``(zoid, path)`` of every catalog row, in path order."""
+        return self._select("zoid, path", f"{CATALOGED} ORDER BY path", [])
 
     def _load_metadata(self, zoids: list[int]) -> dict:
         rows = self._fetch(
@@ -391,9 +399,7 @@ class PGCatalogTool(UniqueObject, Folder):
             offset = b_start
             size = max(0, min(b_start + b_size, limit) - b_start)
             if size and stmt.walks(offset + size):
-                sql, walk_params = top_sql(stmt, offset + size, offset)
-                sql, head = catalog_sql(sql, get_pending())
-                rows = self._fetch(sql, [*head, *walk_params], generic=True)
+                rows = self._read(*top_sql(stmt, offset + size, offset), generic=True)
             else:
                 rows = load_rows(offset, size) if size else []
             # a short batch ends the result: the count is known
