@@ -4,6 +4,8 @@ from helpers import CatalogTestCase
 from plone import api
 from plone.pgcatalog import connection
 from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog.values import array_literal
+from psycopg.rows import tuple_row
 from Products.ZCatalog.ZCatalog import CatalogError
 from Products.ZCTextIndex.ParseTree import ParseError
 from unittest import mock
@@ -148,6 +150,26 @@ class ReadTest(CatalogTestCase):
 
         self.assertFalse(hasattr(aq_base(brain), "no_such_column"))
         self.assertIs(brain.getRemoteUrl, MV)
+
+    def test_array_values_arrive_intact(self):
+        """List values travel as array literals: quotes, backslashes, commas,
+        braces and the word NULL arrive as they were sent."""
+        odd = ['say "hi"', "back\\slash", "a,b", "{braces}", "NULL", "ends\\"]
+        folder = self.portal.many
+        for i, subject in enumerate(odd):
+            folder[f"d{i:04d}"].setSubject((subject,))
+            folder[f"d{i:04d}"].reindexObject(idxs=["Subject"])
+        transaction.commit()
+        for subject in odd:
+            found = self.catalog(Subject=[subject, "no such subject"])
+            self.assertEqual([b.Subject for b in found], [(subject,)])
+        self.assertEqual(len(self.catalog(Subject={"query": odd, "operator": "or"})), len(odd))
+        self.assertEqual(len(self.catalog(portal_type="Document", Subject={"not": odd})), 30 - len(odd))
+        values = [*odd, None, True, 1.5, float("inf"), float("nan"), 7]
+        conn = connection.storage_instance(self.portal).pg_connection
+        with conn.cursor(row_factory=tuple_row) as cur:
+            sent = cur.execute("SELECT %s::text[]", [array_literal(values)]).fetchone()[0]
+        self.assertEqual(sent, [*odd, None, "t", "1.5", "Infinity", "NaN", "7"])
 
     def test_request_reuses_one_connection(self):
         request = self.layer["request"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from plone.pgcatalog.schema import CATALOG_ROWS
+from plone.pgcatalog.values import array_literal
 
 import orjson
 
@@ -64,9 +65,10 @@ def _overlay(pending: Pending) -> tuple[str, list]:
             [f"{c} {_TYPES[c]}" for c in OWN_COLUMN_NAMES] + [f"has_{c} boolean" for c in OWN_COLUMN_NAMES]
         ),
     )
-    where = [not pending.clear_all, list(pending.rows), list(pending.removed)]
+    where = [not pending.clear_all, array_literal(pending.rows), array_literal(pending.removed)]
     if names:
-        return sql, [names, *where, names, _pending_json(pending)]
+        cleared = array_literal(names)
+        return sql, [cleared, *where, cleared, _pending_json(pending)]
     return sql, [*where, _pending_json(pending)]
 
 

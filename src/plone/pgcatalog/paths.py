@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.values import array_literal
 
 
 class PathQueryError(ValueError):
@@ -117,7 +118,7 @@ def search(
             # trees (depth 1): the contents of each folder along it
             prefixes = ["/" + "/".join(comps[:i]) for i in range(len(comps), navtree_start - 1, -1)]
             column = "path" if depth == 0 else "parent_path"
-            return _and((f"{column} = ANY(%s)", [prefixes]), deep_enough)
+            return _and((f"{column} = ANY(%s::text[])", [array_literal(prefixes)]), deep_enough)
         # as the index's own maps: the query's spelling, a leading / added
         key = path if path.startswith("/") else "/" + path
         return ("path = %s", [key]) if depth == 0 else ("parent_path = %s", [key])
@@ -147,7 +148,7 @@ def search(
     # the objects along the path, from navtree_start on
     along = ["/" + "/".join(comps[:k]) for k in range(max(shared, navtree_start) + 1, len(comps) + 1)]
     if along:
-        parts.append(("path = ANY(%s)", [along]))
+        parts.append(("path = ANY(%s::text[])", [array_literal(along)]))
     start = max(own, navtree_start)
     parts.append(_and(_at_or_below(full), _level_is(start, start + depth)))
     return _and(_or(parts), deep_enough)

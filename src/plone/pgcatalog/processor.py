@@ -20,7 +20,7 @@ from zodb_pgjsonb.storage import ExtraColumn
 import orjson
 
 
-_CASTS = {"idx": "::jsonb", "meta": "::jsonb", "searchable_text": "::tsvector", "object_provides": "::jsonb"}
+_CASTS = {"idx": "::jsonb", "meta": "::text", "searchable_text": "::tsvector", "object_provides": "::jsonb"}
 
 _CLEAR = ", ".join(f"{name} = NULL" for name in CATALOG_COLUMNS)
 
@@ -55,7 +55,7 @@ _UPDATE_FULL = "UPDATE object_state SET {} WHERE zoid = %(zoid)s".format(
 _UPDATE_PARTIAL = (
     "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, path_depth = %(path_depth)s, "
     "idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb), "
-    "meta = COALESCE(%(meta)s::jsonb, meta), "
+    "meta = COALESCE(%(meta)s::text, meta), "
     + ", ".join(
         f"{column} = CASE WHEN %(has_{column})s THEN %({column})s{_CASTS[column]} ELSE {column} END"
         for column in OWN_COLUMN_NAMES

@@ -29,6 +29,7 @@ from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import to_tsquery
+from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import date_minutes
 from Products.ZCatalog.ZCatalog import CatalogError
 from ZPublisher.HTTPRequest import record
@@ -190,7 +191,7 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
         # BooleanIndex knows only ``query``; documents without a value never match.
         if not keys:
             raise Nothing
-        return [f"{expr} = ANY(%s{cast}[])"], [[_param(sql_type, k) for k in keys]]
+        return [f"{expr} = ANY(%s{cast}[])"], [array_literal(_param(sql_type, k) for k in keys)]
     if range_:
         range_ = str(range_)
         if not keys:
@@ -207,12 +208,12 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
             where.append(f"{expr} IS NOT NULL")
     elif keys:
         where.append(f"{expr} = ANY(%s{cast}[])")
-        params.append([_param(sql_type, k) for k in keys])
+        params.append(array_literal(_param(sql_type, k) for k in keys))
     elif not not_keys:
         raise Nothing
     if not_keys:
         where.append(f"({expr} IS NULL OR NOT {expr} = ANY(%s{cast}[]))")
-        params.append([_param(sql_type, k) for k in not_keys])
+        params.append(array_literal(_param(sql_type, k) for k in not_keys))
     return where, params
 
 
@@ -305,7 +306,7 @@ def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
     parts = []
     if len(strings) > 1:
         parts.append(_filter(f"{expr} ?| %s::text[]", stmt))
-        stmt.params.append(strings)
+        stmt.params.append(array_literal(strings))
     else:
         others = strings + others
     for key in others:

@@ -16,6 +16,7 @@ from Acquisition import aq_parent
 from Acquisition import Implicit
 from Missing import MV
 from plone.pgcatalog.values import decode_metadata
+from plone.pgcatalog.values import parsed_metadata
 from Products.ZCatalog.interfaces import ICatalogBrain
 from ZTUtils.Lazy import _marker
 from ZTUtils.Lazy import Lazy
@@ -50,6 +51,7 @@ class CatalogResults(Lazy):
         self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None
     ):
         self._rows = dict(enumerate(rows))  # position -> (zoid, path)
+        self._meta = {}  # position -> metadata (JSON text until first read)
         self._length = length  # None: the number of matches
         self._total = total  # None: not counted yet
         self._count = count  # callable() -> number of matches
@@ -58,7 +60,6 @@ class CatalogResults(Lazy):
         self._load_rows = load_rows  # callable(offset, limit) -> [(zoid, path), ...]
         self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
         self._brains = {}
-        self._loaded = set()
         self.metadata_queries = 0
         self.row_queries = 0
         self.count_queries = 0
@@ -127,24 +128,29 @@ class CatalogResults(Lazy):
                 raise IndexError(position)
         return row
 
+    def _metadata_at(self, position: int) -> dict:
+        """The metadata of the row at *position*, parsed."""
+        meta = self._meta.get(position)
+        if meta is None:
+            self._metadata_for(position)
+            meta = self._meta[position]
+        if isinstance(meta, str):
+            meta = self._meta[position] = parsed_metadata(meta)
+        return meta
+
     def _metadata_for(self, position: int) -> None:
         """Load metadata for a window of rows starting at *position*."""
-        window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._loaded)))
+        window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._meta)))
         positions = [
             p
             for p in range(position, position + window)
-            if p not in self._loaded and (p in self._rows or p == position)
+            if p not in self._meta and (p in self._rows or p == position)
         ]
         zoids = [self._row(p)[0] for p in positions]
         found = self._load_metadata(zoids)
         self.metadata_queries += 1
         for p in positions:
-            self._loaded.add(p)
-            brain = self._brains.get(p)
-            zoid, path = self._rows[p]
-            if brain is None:
-                brain = self._brains[p] = CatalogBrain(self, p, zoid, path)
-            brain.__dict__["_meta"] = found.get(zoid) or {}
+            self._meta[p] = found.get(self._rows[p][0]) or {}
 
 
 @implementer(ICatalogBrain)
@@ -170,8 +176,7 @@ class CatalogBrain(Implicit):
             raise AttributeError(name)
         meta = values.get("_meta")
         if meta is None:
-            results._metadata_for(values["_position"])
-            meta = values["_meta"]
+            meta = values["_meta"] = results._metadata_at(values["_position"])
         value = decode_metadata(meta[name]) if name in meta else MV
         values[name] = value
         return value

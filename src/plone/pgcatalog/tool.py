@@ -47,7 +47,9 @@ from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.interfaces import IPGCatalogTool
+from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import decode_metadata
+from plone.pgcatalog.values import parsed_metadata
 from Missing import MV
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
@@ -65,7 +67,6 @@ from zope.interface import implementer
 from ZTUtils.Lazy import LazyCat
 
 import logging
-import orjson
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -349,10 +350,14 @@ class PGCatalogTool(UniqueObject, Folder):
         return self._select("zoid, path", f"{CATALOGED} ORDER BY path", [])
 
     def _load_metadata(self, zoids: list[int]) -> dict:
+        """``{zoid: metadata}`` as stored, JSON text (a brain parses its own
+        when first touched), or this transaction's pending dict."""
         rows = self._fetch(
-            "SELECT zoid, meta::text FROM object_state WHERE zoid = ANY(%s::bigint[])", [zoids], guarded=False
+            "SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s::bigint[])",
+            [array_literal(zoids)],
+            guarded=False,
         )
-        found = {zoid: orjson.loads(meta) for zoid, meta in rows if meta is not None}
+        found = {zoid: meta for zoid, meta in rows if meta is not None}
         found.update(pending_metadata(get_pending(), zoids))
         return found
 
@@ -564,7 +569,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(SearchZCatalog)
     def getMetadataForRID(self, rid) -> dict:
         """Every metadata column of a record (Missing.Value where unset)."""
-        meta = self._load_metadata([int(rid)]).get(int(rid), {})
+        meta = parsed_metadata(self._load_metadata([int(rid)]).get(int(rid), {}))
         return {name: decode_metadata(meta[name]) if name in meta else MV for name in self._pgc_columns}
 
     @security.protected(SearchZCatalog)

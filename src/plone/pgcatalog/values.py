@@ -16,6 +16,7 @@ from zope.i18nmessageid import Message
 
 import base64
 import math
+import orjson
 import pickle
 import time
 
@@ -118,6 +119,12 @@ def _pickled(value):
     return {_PICKLE: base64.b64encode(pickle.dumps(value, protocol=4)).decode("ascii")}
 
 
+def parsed_metadata(meta: str | dict) -> dict:
+    """A record's metadata columns, from the JSON text the table stores
+    (a pending record's are a dict already); values still encoded."""
+    return orjson.loads(meta) if isinstance(meta, str) else meta
+
+
 def decode_metadata(value):
     """Inverse of :func:`encode_metadata`."""
     if isinstance(value, list):
@@ -148,3 +155,30 @@ def decode_metadata(value):
         if key == _DICT:
             return {k: decode_metadata(v) for k, v in inner.items()}
     return {k: decode_metadata(v) for k, v in value.items()}
+
+
+# -- array parameters -------------------------------------------------------------
+
+
+def array_literal(values) -> str:
+    """*values* as a PostgreSQL array literal, for a parameter cast to an
+    array type (``%s::text[]``).
+
+    psycopg adapts a Python list element by element in Python: 35 us for
+    five roles, 80 us for twenty record ids, on every search.  The literal
+    is still a bound parameter: every element is double-quoted with its
+    quotes and backslashes escaped, so no value can end it.
+    """
+    return "{" + ",".join(_array_element(value) for value in values) + "}"
+
+
+def _array_element(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, float) and not math.isfinite(value):
+        text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    else:
+        text = value if isinstance(value, str) else str(value)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
