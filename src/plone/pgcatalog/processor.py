@@ -15,6 +15,7 @@ from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from plone.pgcatalog.schema import CATALOG_COLUMNS
 from plone.pgcatalog.schema import clear_index_sql
 from plone.pgcatalog.schema import schema_sql
+from plone.pgcatalog.values import array_literal
 from zodb_pgjsonb.storage import ExtraColumn
 
 import orjson
@@ -90,13 +91,13 @@ class CatalogStateProcessor:
         for statement in pending.ddl:
             cursor.execute(statement)
         for name, column in pending.cleared.items():
-            cursor.execute(clear_index_sql(name, column), (list(pending.rows),))
+            cursor.execute(clear_index_sql(name, column), (array_literal(pending.rows),))
         if pending.clear_all:
             # rows about to be written in full need no clearing first
             rewritten = pending.written | {zoid for zoid, row in pending.rows.items() if not row["partial"]}
             cursor.execute(
-                f"UPDATE object_state SET {_CLEAR} WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s))",
-                (list(rewritten),),
+                f"UPDATE object_state SET {_CLEAR} WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s::bigint[]))",
+                (array_literal(rewritten),),
             )
         full, partial = [], []
         for zoid, row in pending.rows.items():
@@ -118,8 +119,8 @@ class CatalogStateProcessor:
             cursor.executemany(_UPDATE_PARTIAL, params)
         if pending.removed:
             cursor.execute(
-                f"UPDATE object_state SET {_CLEAR} WHERE path = ANY(%s) AND NOT (zoid = ANY(%s))",
-                (list(pending.removed), list(pending.rows)),
+                f"UPDATE object_state SET {_CLEAR} WHERE path = ANY(%s::text[]) AND NOT (zoid = ANY(%s::bigint[]))",
+                (array_literal(pending.removed), array_literal(pending.rows)),
             )
         cursor.execute("UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1")
         if pending.clear_all or pending.ddl:

@@ -15,6 +15,7 @@ from Acquisition import aq_base
 from collections.abc import Iterator
 from itertools import batched
 from plone.pgcatalog.connection import fetch
+from plone.pgcatalog.values import array_literal
 
 import logging
 
@@ -25,7 +26,7 @@ BATCH = 100
 """Children loaded per round trip: enough to amortise it, small enough for
 the storage's per-connection cache (16 MB by default)."""
 
-_REFS = "SELECT DISTINCT unnest(refs) FROM object_state WHERE zoid = ANY(%s)"
+_REFS = "SELECT DISTINCT unnest(refs) FROM object_state WHERE zoid = ANY(%s::bigint[])"
 
 
 def descendants(container) -> Iterator:
@@ -80,5 +81,5 @@ def prefetch(context, zoids: list[int | None]) -> None:
     zoids = [zoid for zoid in zoids if zoid is not None]
     if jar is None or not zoids:
         return
-    refs = [zoid.to_bytes(8, "big") for (zoid,) in fetch(context, _REFS, [zoids])]
+    refs = [zoid.to_bytes(8, "big") for (zoid,) in fetch(context, _REFS, [array_literal(zoids)])]
     jar.prefetch([zoid.to_bytes(8, "big") for zoid in zoids], refs)
