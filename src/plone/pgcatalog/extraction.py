@@ -200,30 +200,36 @@ def recurring_value(attrs: Attributes, index: r.IndexDef):
     return sorted({dt2int(date) for date in dates})
 
 
-def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str]:
-    """The words ZCTextIndex would index, after the lexicon's pipeline."""
-    words = []
+def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str] | None:
+    """The words ZCTextIndex would index, after the lexicon's pipeline, or
+    None when no source attribute gave a string (as ZCTextIndex, which
+    takes strings and lists of strings and drops anything else)."""
+    texts = []
     for attr in index.source_names:
         datum = _datum(attrs, attr)
-        if datum is _marker or datum is None or datum is MV:
+        if datum is _marker or datum is None:
             continue
-        if isinstance(datum, (list, tuple)):
-            datum = " ".join(str(d) for d in datum if d)
-        elif isinstance(datum, bytes):
-            datum = datum.decode("utf-8", "replace")
-        elif not isinstance(datum, str):
-            datum = str(datum)
-        words.extend(pipeline(datum))
-    return words
+        if isinstance(datum, (list, tuple, set)):
+            texts.extend(datum)
+        else:
+            texts.append(datum)
+    texts = [text for text in texts if isinstance(text, str)]
+    if not texts:
+        return None
+    return pipeline(texts)
 
 
-def fallback_pipeline(text: str) -> list[str]:
-    return [w.lower() for w in _FALLBACK_WORDS.findall(text)]
+def fallback_pipeline(texts: list[str]) -> list[str]:
+    return [w.lower() for text in texts for w in _FALLBACK_WORDS.findall(text)]
 
 
-def tsvector_literal(words: list[str]) -> str | None:
-    """Words in order → a tsvector literal with positions (for phrases)."""
+def text_value(words: list[str]) -> tuple[str | None, list]:
+    """Words in document order → a ``tsvector`` literal with positions (for
+    phrases; None without words) and the index's word counts: the number of
+    words and each stored word's frequency, which Okapi BM25 scores need
+    exactly (a ``tsvector`` keeps at most 256 positions per word)."""
     positions: dict[str, list[int]] = {}
+    frequencies: dict[str, int] = {}
     size = 0
     for pos, word in enumerate(words, start=1):
         if not word or len(word.encode("utf-8")) > _MAX_LEXEME_BYTES:
@@ -234,15 +240,17 @@ def tsvector_literal(words: list[str]) -> str | None:
             if size > _MAX_TSVECTOR_BYTES:
                 break
             positions[word] = where = []
+        frequencies[word] = frequencies.get(word, 0) + 1
         if len(where) < 256:  # PostgreSQL keeps at most 256 positions per lexeme
             where.append(min(pos, _MAX_POSITION))
+    counts = [len(words), frequencies]
     if not positions:
-        return None
+        return None, counts
     parts = []
     for word, where in positions.items():
         quoted = word.replace("\\", "\\\\").replace("'", "''")
         parts.append(f"'{quoted}':{','.join(map(str, sorted(set(where))))}")
-    return " ".join(parts)
+    return " ".join(parts), counts
 
 
 def path_columns(uid: str) -> dict:
@@ -262,6 +270,7 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata
     attrs = Attributes(obj)
     wanted = None if not idxs else set(idxs)
     idx = {}
+    word_counts = {}
     row = {"partial": wanted is not None}
     for index in indexes:
         if wanted is not None and index.name not in wanted:
@@ -271,8 +280,10 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata
             continue
         if kind == r.TEXT:
             pipeline = pipelines.get(index.options.get("lexicon_id")) or fallback_pipeline
-            literal = tsvector_literal(text_words(attrs, index, pipeline))
+            words = text_words(attrs, index, pipeline)
+            literal, counts = text_value(words) if words is not None else (None, None)
             value = literal if literal is not None else _marker
+            word_counts[index.name] = counts
         elif kind in (r.FIELD, r.UUID, r.BOOLEAN, r.GOPIP):
             value = field_value(attrs, index)
         elif kind == r.KEYWORD:
@@ -291,6 +302,7 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata
         else:
             _put(idx, index.name, value)
     row["idx"] = idx
+    row["word_counts"] = word_counts
     row["meta"] = metadata(attrs, columns) if with_metadata else None
     row.update(path_columns(uid))
     return row

@@ -20,6 +20,7 @@ inlines wherever it is read.
 from __future__ import annotations
 
 from plone.pgcatalog.pending import Pending
+from plone.pgcatalog.registry import name_literal
 from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from plone.pgcatalog.schema import CATALOG_ROWS
 from plone.pgcatalog.values import array_literal
@@ -32,15 +33,20 @@ _TYPES = {"searchable_text": "tsvector", "object_provides": "jsonb"}
 _TABLE = f"WITH {CATALOG_ROWS} AS NOT MATERIALIZED (SELECT * FROM object_state)"
 
 _OVERLAY = """WITH {name} AS NOT MATERIALIZED (
-SELECT o.zoid, o.path, o.parent_path, o.path_depth, {committed_idx} AS idx, {committed_own}
+SELECT o.zoid, o.path, o.parent_path, o.path_depth, {committed_idx} AS idx, {committed_counts} AS word_counts,
+       {committed_own}
   FROM object_state o
  WHERE o.idx IS NOT NULL AND %s AND NOT (o.zoid = ANY(%s::bigint[])) AND NOT (o.path = ANY(%s::text[]))
 UNION ALL
 SELECT p.zoid, p.path, p.parent_path, p.path_depth,
        CASE WHEN p.partial THEN jsonb_strip_nulls(COALESCE({committed_idx}, '{{}}'::jsonb) || p.idx) ELSE p.idx END,
+       CASE WHEN p.partial
+            THEN NULLIF(jsonb_strip_nulls(COALESCE({committed_counts}, '{{}}'::jsonb) || p.word_counts), '{{}}')
+            ELSE p.word_counts END,
        {pending_own}
   FROM jsonb_to_recordset(%s::jsonb) AS p(
-       zoid bigint, path text, parent_path text, path_depth integer, idx jsonb, partial boolean,
+       zoid bigint, path text, parent_path text, path_depth integer, idx jsonb, word_counts jsonb,
+       partial boolean,
        {pending_columns})
   LEFT JOIN object_state o ON o.zoid = p.zoid
 )"""
@@ -57,6 +63,7 @@ def _overlay(pending: Pending) -> tuple[str, list]:
     sql = _OVERLAY.format(
         name=CATALOG_ROWS,
         committed_idx="(o.idx - %s::text[])" if names else "o.idx",
+        committed_counts=_without("o.word_counts", list(pending.cleared)),
         committed_own=", ".join(f"{committed[c]} AS {c}" for c in OWN_COLUMN_NAMES),
         pending_own=", ".join(
             f"CASE WHEN p.has_{c} THEN p.{c} ELSE {committed[c]} END AS {c}" for c in OWN_COLUMN_NAMES
@@ -70,6 +77,13 @@ def _overlay(pending: Pending) -> tuple[str, list]:
         cleared = array_literal(names)
         return sql, [cleared, *where, cleared, _pending_json(pending)]
     return sql, [*where, _pending_json(pending)]
+
+
+def _without(column: str, names: list[str]) -> str:
+    """*column* (a JSON object keyed by index name) less the keys *names*."""
+    if not names:
+        return column
+    return f"NULLIF({column} - ARRAY[{', '.join(map(name_literal, names))}], '{{}}')"
 
 
 def has_changes(pending: Pending | None) -> bool:
@@ -89,6 +103,7 @@ def _pending_json(pending: Pending) -> str:
             "path_depth": row["path_depth"],
             # a partial row keeps its nulls: merged, they remove keys
             "idx": row["idx"] if partial else {k: v for k, v in row["idx"].items() if v is not None},
+            "word_counts": _counts(row.get("word_counts", {}), partial),
             "partial": partial,
         }
         for column in OWN_COLUMN_NAMES:
@@ -96,6 +111,12 @@ def _pending_json(pending: Pending) -> str:
             record[column] = row.get(column)
         records.append(record)
     return orjson.dumps(records).decode()
+
+
+def _counts(counts: dict, partial: bool) -> dict | None:
+    if partial:
+        return counts
+    return {k: v for k, v in counts.items() if v is not None} or None
 
 
 def catalog_sql(sql: str, pending: Pending | None) -> tuple[str, list]:

@@ -37,7 +37,8 @@ class Pending:
         earlier = self.rows.get(zoid)
         if row["partial"] and earlier is not None:
             merged = dict(earlier)
-            merged["idx"] = {**earlier["idx"], **row["idx"]}
+            for key in ("idx", "word_counts"):
+                merged[key] = {**earlier.get(key, {}), **row.get(key, {})}
             for key in ("path", "parent_path", "path_depth"):
                 merged[key] = row[key]
             if row["meta"] is not None:
@@ -65,12 +66,13 @@ class Pending:
             if column is not None:
                 if not row["partial"] or column in row:
                     row[column] = None
-            else:
-                row["idx"] = dict(row["idx"])
+            keys = ("word_counts",) if column is not None else ("idx", "word_counts")
+            for key in keys:
+                row[key] = dict(row.get(key, {}))
                 if row["partial"]:
-                    row["idx"][name] = None  # a null removes the key when merged
+                    row[key][name] = None  # a null removes the key when merged
                 else:
-                    row["idx"].pop(name, None)
+                    row[key].pop(name, None)
             self.rows[zoid] = row
         self.cleared[name] = column
 

@@ -14,6 +14,7 @@ from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.registry import OWN_COLUMN_NAMES
 from plone.pgcatalog.schema import CATALOG_COLUMNS
 from plone.pgcatalog.schema import clear_index_sql
+from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
 from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.values import array_literal
 from zodb_pgjsonb.storage import ExtraColumn
@@ -21,7 +22,13 @@ from zodb_pgjsonb.storage import ExtraColumn
 import orjson
 
 
-_CASTS = {"idx": "::jsonb", "meta": "::text", "searchable_text": "::tsvector", "object_provides": "::jsonb"}
+_CASTS = {
+    "idx": "::jsonb",
+    "word_counts": "::jsonb",
+    "meta": "::text",
+    "searchable_text": "::tsvector",
+    "object_provides": "::jsonb",
+}
 
 _CLEAR = ", ".join(f"{name} = NULL" for name in CATALOG_COLUMNS)
 
@@ -29,11 +36,13 @@ _CLEAR = ", ".join(f"{name} = NULL" for name in CATALOG_COLUMNS)
 def row_params(row: dict) -> dict:
     """A pending row as SQL parameters for the catalog columns."""
     idx = {k: v for k, v in row["idx"].items() if v is not None}
+    counts = {k: v for k, v in row.get("word_counts", {}).items() if v is not None}
     return {
         "path": row["path"],
         "parent_path": row["parent_path"],
         "path_depth": row["path_depth"],
         "idx": orjson.dumps(idx).decode(),
+        "word_counts": _json(counts or None),
         "meta": _json(row["meta"]),
         "searchable_text": row.get("searchable_text"),
         "object_provides": _json(row.get("object_provides")),
@@ -48,14 +57,15 @@ def _set(column: str) -> str:
     return f"{column} = %({column})s{_CASTS.get(column, '')}"
 
 
-# A full row replaces every column; a partial one merges idx and keeps the
-# own columns and metadata it does not carry.
+# A full row replaces every column; a partial one merges idx and the word
+# counts and keeps the own columns and metadata it does not carry.
 _UPDATE_FULL = "UPDATE object_state SET {} WHERE zoid = %(zoid)s".format(
     ", ".join(map(_set, CATALOG_COLUMNS))
 )
 _UPDATE_PARTIAL = (
     "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, path_depth = %(path_depth)s, "
     "idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb), "
+    "word_counts = NULLIF(jsonb_strip_nulls(COALESCE(word_counts, '{}'::jsonb) || %(word_counts)s::jsonb), '{}'), "
     "meta = COALESCE(%(meta)s::text, meta), "
     + ", ".join(
         f"{column} = CASE WHEN %(has_{column})s THEN %({column})s{_CASTS[column]} ELSE {column} END"
@@ -113,6 +123,7 @@ class CatalogStateProcessor:
                 p = row_params(row)
                 p["zoid"] = zoid
                 p["idx"] = orjson.dumps(row["idx"]).decode()  # keeps nulls: they remove keys
+                p["word_counts"] = orjson.dumps(row.get("word_counts", {})).decode()
                 for column in OWN_COLUMN_NAMES:
                     p[f"has_{column}"] = column in row
                 params.append(p)
@@ -122,6 +133,7 @@ class CatalogStateProcessor:
                 f"UPDATE object_state SET {_CLEAR} WHERE path = ANY(%s::text[]) AND NOT (zoid = ANY(%s::bigint[]))",
                 (array_literal(pending.removed), array_literal(pending.rows)),
             )
+        cursor.execute(FOLD_TEXT_STATISTICS)
         cursor.execute("UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1")
         if pending.clear_all or pending.ddl:
             # a rebuild or new indexes: statistics for the planner right away,

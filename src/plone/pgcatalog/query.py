@@ -28,7 +28,10 @@ from plone.pgcatalog.paths import NOTHING
 from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
-from plone.pgcatalog.text import to_tsquery
+from plone.pgcatalog.relevance import score_scale
+from plone.pgcatalog.relevance import Scored
+from plone.pgcatalog.text import node_tsquery
+from plone.pgcatalog.text import parse
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import date_minutes
 from Products.ZCatalog.ZCatalog import CatalogError
@@ -101,8 +104,11 @@ class Statement:
     where: list[str]
     params: list
     order: list[str] = field(default_factory=list)
-    order_params: list = field(default_factory=list)
-    ranked: bool = False  # ordered by relevance (no sort_on): every match is ranked
+    # The text indexes of the query: without sort_on, matches come in
+    # order of their Okapi BM25 scores (see relevance)
+    scored: list[Scored] = field(default_factory=list)
+    # ZCatalog's score of a match is scale[0] * (sum of its text scores) + scale[1]
+    scale: tuple[int, int] = (1, 0)
     # Whether some clause is false for rows that are not cataloged (their
     # catalog columns are NULL).  Then ``idx IS NOT NULL`` is left out: the
     # planner would take it as independent of the other clauses and
@@ -370,17 +376,13 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
     if not keys:
         raise Nothing
     text = " ".join(str(_check_text(k, index.name)) for k in keys)
-    tsquery = to_tsquery(text, lexicon)
-    if tsquery is None:
+    tree = parse(text, lexicon)
+    if tree is None:
         raise Nothing
-    expr = index.expression()
-    stmt.where.append(f"{expr} @@ %s::tsquery")
-    stmt.params.append(tsquery)
+    stmt.where.append(f"{index.expression()} @@ %s::tsquery")
+    stmt.params.append(node_tsquery(tree))
     stmt.strict = True
-    if not stmt.ranked:
-        stmt.ranked = True
-        stmt.order_params.append(tsquery)
-        stmt.order.append(f"ts_rank({expr}, %s::tsquery) DESC")
+    stmt.scored.append(Scored(index, tree))
 
 
 def _custom(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -431,6 +433,7 @@ def build(
                 _custom(index, q, stmt)
     except Nothing:
         return None
+    stmt.scale = score_scale(named)
     return stmt
 
 
@@ -483,8 +486,7 @@ def add_sort(stmt: Statement, spec) -> None:
     if not spec:
         return
     stmt.order = []
-    stmt.order_params = []
-    stmt.ranked = False
+    stmt.scored = []
     for index, descending in spec:
         expr = index.expression()
         direction = "DESC" if descending else "ASC"

@@ -50,7 +50,7 @@ class CatalogResults(Lazy):
     def __init__(
         self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None
     ):
-        self._rows = dict(enumerate(rows))  # position -> (zoid, path)
+        self._rows = dict(enumerate(rows))  # position -> (zoid, path[, score, normalized score])
         self._meta = {}  # position -> metadata (JSON text until first read)
         self._length = length  # None: the number of matches
         self._total = total  # None: not counted yet
@@ -109,11 +109,10 @@ class CatalogResults(Lazy):
     def _brain(self, position: int):
         brain = self._brains.get(position)
         if brain is None:
-            zoid, path = self._row(position)
-            brain = self._brains[position] = CatalogBrain(self, position, zoid, path)
+            brain = self._brains[position] = CatalogBrain(self, position, *self._row(position))
         return self._wrap(brain)
 
-    def _row(self, position: int) -> tuple[int, str]:
+    def _row(self, position: int) -> tuple:
         row = self._rows.get(position)
         if row is None:
             if self._load_rows is None:
@@ -158,14 +157,19 @@ class CatalogBrain(Implicit):
     """A catalog record: metadata attributes plus the ICatalogBrain methods."""
 
     __allow_access_to_unprotected_subobjects__ = True
-    data_record_score_ = None
-    data_record_normalized_score_ = None
+    # ZCatalog's brains of unscored results say 1 and 1 (Catalog.__getitem__)
+    data_record_score_ = 1
+    data_record_normalized_score_ = 1
 
-    def __init__(self, results, position, zoid, path):
-        self.__dict__["_results"] = results
-        self.__dict__["_position"] = position
-        self.__dict__["data_record_id_"] = zoid
-        self.__dict__["_path"] = path
+    def __init__(self, results, position, zoid, path, score=None, normalized_score=None):
+        values = self.__dict__
+        values["_results"] = results
+        values["_position"] = position
+        values["data_record_id_"] = zoid
+        values["_path"] = path
+        if score is not None:  # ordered by relevance
+            values["data_record_score_"] = score
+            values["data_record_normalized_score_"] = normalized_score
 
     def __getattr__(self, name):
         """A metadata column: loaded with its window on first use, decoded

@@ -17,7 +17,7 @@ import hashlib
 import re
 
 
-CATALOG_COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", *r.OWN_COLUMN_NAMES)
+CATALOG_COLUMNS = ("path", "parent_path", "path_depth", "idx", "word_counts", "meta", *r.OWN_COLUMN_NAMES)
 
 CATALOGED = "idx IS NOT NULL"
 
@@ -36,6 +36,7 @@ ALTER TABLE object_state
     ADD COLUMN IF NOT EXISTS parent_path TEXT COLLATE "C",
     ADD COLUMN IF NOT EXISTS path_depth INTEGER,
     ADD COLUMN IF NOT EXISTS idx JSONB,
+    ADD COLUMN IF NOT EXISTS word_counts JSONB,
     ADD COLUMN IF NOT EXISTS meta TEXT,
     ADD COLUMN IF NOT EXISTS searchable_text TSVECTOR,
     ADD COLUMN IF NOT EXISTS object_provides JSONB;
@@ -56,7 +57,8 @@ END $$;
 -- without lz4 keeps its default.  Values written before keep theirs.
 DO $$ BEGIN
     ALTER TABLE object_state ALTER COLUMN meta SET COMPRESSION lz4,
-                             ALTER COLUMN object_provides SET COMPRESSION lz4;
+                             ALTER COLUMN object_provides SET COMPRESSION lz4,
+                             ALTER COLUMN word_counts SET COMPRESSION lz4;
 EXCEPTION WHEN feature_not_supported THEN NULL;
 END $$;
 CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE path IS NOT NULL;
@@ -66,7 +68,48 @@ INSERT INTO pgcatalog_counter VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
 CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (searchable_text)
     WHERE searchable_text IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
+{TEXT_STATISTICS}"""
+
+
+# Okapi BM25 needs, per text index, how many documents it holds and their
+# total length in words.  Each change of a row's word counts, by whatever
+# statement (a commit, a rebuild, zodb-pgjsonb's pack), adds a row of
+# differences here; searches add them up and each catalog commit folds them
+# into one row per index (commits are serialised by zodb-pgjsonb's lock).
+TEXT_STATISTICS = """
+CREATE TABLE IF NOT EXISTS pgcatalog_text_stats (
+    index_name TEXT NOT NULL, documents BIGINT NOT NULL, words BIGINT NOT NULL);
+CREATE OR REPLACE FUNCTION pgcatalog_count_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO pgcatalog_text_stats (index_name, documents, words)
+    SELECT name, sum(documents), sum(words) FROM (
+        SELECT key AS name, 1 AS documents, (value->>0)::bigint AS words
+          FROM jsonb_each(CASE WHEN TG_OP <> 'DELETE' THEN NEW.word_counts END)
+        UNION ALL
+        SELECT key, -1, -(value->>0)::bigint
+          FROM jsonb_each(CASE WHEN TG_OP <> 'INSERT' THEN OLD.word_counts END)
+    ) AS changes GROUP BY name HAVING sum(documents) <> 0 OR sum(words) <> 0;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER pgcatalog_words_added AFTER INSERT ON object_state
+    FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL) EXECUTE FUNCTION pgcatalog_count_words();
+CREATE OR REPLACE TRIGGER pgcatalog_words_changed AFTER UPDATE OF word_counts ON object_state
+    FOR EACH ROW WHEN (OLD.word_counts IS DISTINCT FROM NEW.word_counts) EXECUTE FUNCTION pgcatalog_count_words();
+CREATE OR REPLACE TRIGGER pgcatalog_words_removed AFTER DELETE ON object_state
+    FOR EACH ROW WHEN (OLD.word_counts IS NOT NULL) EXECUTE FUNCTION pgcatalog_count_words();
+-- Okapi BM25 as ZCTextIndex's OkapiIndex scores one word of a document
+-- (K1 = 1.2, B = 0.75): the same float operations in the same order, so
+-- the same integer.  idf1024 = ln(1 + N / df) * 1024.
+CREATE OR REPLACE FUNCTION pgcatalog_okapi(f float8, dl float8, meandoclen float8, idf1024 float8)
+RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(trunc(f * 2.2::float8 / (f + 1.2::float8 * (0.25::float8 + 0.75::float8 * dl / meandoclen))
+                          * idf1024 + 0.5::float8)::bigint, 0)
+$$;
 """
+
+FOLD_TEXT_STATISTICS = """WITH folded AS (DELETE FROM pgcatalog_text_stats RETURNING *)
+INSERT INTO pgcatalog_text_stats
+SELECT index_name, sum(documents), sum(words) FROM folded GROUP BY index_name HAVING sum(documents) <> 0"""
 
 
 def index_name(index: r.IndexDef, expression: str) -> str:
@@ -107,10 +150,14 @@ def index_ddl(index: r.IndexDef) -> list[str]:
 
 def clear_index_sql(name: str, column: str | None) -> str:
     """Drop the committed rows' values of index *name*, stored in its own
-    *column* if it has one (ZCatalog's ``index.clear()``), except in the
-    rows given as the one parameter."""
+    *column* if it has one (ZCatalog's ``index.clear()``), and its word
+    counts, except in the rows given as the one parameter."""
     keep = "NOT (zoid = ANY(%s::bigint[]))"
-    if column is not None:
-        return f"UPDATE object_state SET {column} = NULL WHERE {column} IS NOT NULL AND {keep}"
     key = r.name_literal(name)
-    return f"UPDATE object_state SET idx = idx - {key} WHERE idx ? {key} AND {keep}"
+    counts = f"word_counts = NULLIF(word_counts - {key}, '{{}}')"
+    if column is not None:
+        return (
+            f"UPDATE object_state SET {column} = NULL, {counts} "
+            f"WHERE ({column} IS NOT NULL OR word_counts ? {key}) AND {keep}"
+        )
+    return f"UPDATE object_state SET idx = idx - {key}, {counts} WHERE (idx ? {key} OR word_counts ? {key}) AND {keep}"

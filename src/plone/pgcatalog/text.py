@@ -30,45 +30,52 @@ class _FallbackLexicon:
         return "*" in word or "?" in word
 
 
-def _lexeme(word: str) -> str:
+def lexeme(word: str) -> str:
+    """*word* as a quoted ``tsquery`` lexeme."""
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def _node_sql(node) -> str:
+def glob_prefix(pattern: str) -> str:
+    """The words a ``prefix*`` glob expands to start with this."""
+    prefix = _GLOB.split(pattern, 1)[0]
+    if not prefix:
+        raise ParseError(f"Glob pattern without a prefix: {pattern!r}")
+    return prefix
+
+
+def node_tsquery(node) -> str:
+    """A parse tree (node) as a ``tsquery`` literal."""
     kind = node.nodeType()
     value = node.getValue()
     if kind == "ATOM":
-        return _lexeme(value)
+        return lexeme(value)
     if kind == "PHRASE":
-        return "(" + " <-> ".join(_lexeme(w) for w in value) + ")"
+        return "(" + " <-> ".join(lexeme(w) for w in value) + ")"
     if kind == "GLOB":
-        prefix = _GLOB.split(value, 1)[0]
-        if not prefix:
-            raise ParseError(f"Glob pattern without a prefix: {value!r}")
-        return _lexeme(prefix) + ":*"
+        return lexeme(glob_prefix(value)) + ":*"
     if kind == "NOT":
-        return "!" + _node_sql(value)
+        return "!" + node_tsquery(value)
     if kind == "AND":
-        return "(" + " & ".join(_node_sql(child) for child in value) + ")"
+        return "(" + " & ".join(node_tsquery(child) for child in value) + ")"
     if kind == "OR":
-        return "(" + " | ".join(_node_sql(child) for child in value) + ")"
+        return "(" + " | ".join(node_tsquery(child) for child in value) + ")"
     raise ParseError(f"unsupported query node {kind}")
 
 
-def to_tsquery(query, lexicon=None) -> str | None:
-    """Translate a ZCTextIndex query to a ``tsquery`` literal.
-
-    Returns None where ZCTextIndex matches nothing (an empty query, or only
-    words the lexicon drops); raises ``ParseError`` where ZCTextIndex does.
-    """
+def parse(query, lexicon=None):
+    """ZCTextIndex's parse tree of *query*, or None where ZCTextIndex
+    matches nothing (an empty query, or only words the lexicon drops);
+    raises ``ParseError`` where ZCTextIndex does."""
     if isinstance(query, (list, tuple)):
         query = " ".join(str(q) for q in query)
     if not isinstance(query, str):
         query = str(query)
     if not query.strip():
         return None
-    parser = QueryParser(lexicon if lexicon is not None else _FallbackLexicon())
-    tree = parser.parseQuery(query)
-    if tree is None:
-        return None
-    return _node_sql(tree)
+    return QueryParser(lexicon if lexicon is not None else _FallbackLexicon()).parseQuery(query)
+
+
+def to_tsquery(query, lexicon=None) -> str | None:
+    """Translate a ZCTextIndex query to a ``tsquery`` literal (None: matches nothing)."""
+    tree = parse(query, lexicon)
+    return None if tree is None else node_tsquery(tree)

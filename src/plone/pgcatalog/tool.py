@@ -34,6 +34,7 @@ from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.processor import CatalogStateProcessor
+from plone.pgcatalog.relevance import ranked_sql
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
@@ -127,8 +128,8 @@ class PGCatalogTool(UniqueObject, Folder):
         def pipeline_of(lexicon):
             elements = tuple(lexicon._pipeline)
 
-            def run(text):
-                words = [text]
+            def run(texts: list[str]) -> list[str]:
+                words = texts
                 for element in elements:
                     words = element.process(words)
                 return words
@@ -386,24 +387,28 @@ class PGCatalogTool(UniqueObject, Folder):
         elif limit:
             b_size = limit
 
-        # the record id last: a total order, so that windows and batches
-        # are stable (ZCatalog's unsorted results come in record id order too)
-        order = ", ".join([*stmt.order, stmt.tiebreak])
         where = stmt.where_sql()
-        params = [*stmt.params, *stmt.order_params]
-        ordered = f"{where} ORDER BY {order}"
 
         def count() -> int:
             return self._select("count(*)", where, stmt.params)[0][0]
 
+        if stmt.scored:
+            select = self._scored_select(stmt, where)
+        else:
+            # the record id last: a total order, so that windows and batches
+            # are stable (ZCatalog's unsorted results come in record id order too)
+            select = self._ordered_select(
+                f"{where} ORDER BY {', '.join([*stmt.order, stmt.tiebreak])}", stmt.params
+            )
+
         if b_size is None:
-            return self._all_matches(ordered, params)
-        load_rows = partial(self._rows, ordered, params)
+            return self._all_matches(select)
+        load_rows = partial(self._rows, select)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
             size = max(0, min(b_start + b_size, limit) - b_start)
-            if size and stmt.walks(offset + size):
+            if size and not stmt.scored and stmt.walks(offset + size):
                 rows = self._read(*top_sql(stmt, offset + size, offset), generic=True)
             else:
                 rows = load_rows(offset, size) if size else []
@@ -411,27 +416,56 @@ class PGCatalogTool(UniqueObject, Folder):
             total = offset + len(rows) if 0 < len(rows) < size or (offset == 0 and len(rows) < size) else None
             return self._results(rows, length=len(rows), total=total, count=count)
         # Python slice semantics (negative starts) on the first `limit` rows
-        first = load_rows(0, limit) if limit > 0 else self._select("zoid, path", ordered, params)
+        first = load_rows(0, limit) if limit > 0 else select("", [])
         rows = first[slice(b_start, b_start + b_size)]
         total = len(first) if limit <= 0 or len(first) < limit else None
         return self._results(rows, length=len(rows), total=total, count=count)
 
-    def _rows(self, ordered: str, params: list, offset: int, limit: int) -> list[tuple]:
-        """Rows ``offset`` to ``offset + limit`` of ``WHERE ordered``."""
-        return self._select("zoid, path", f"{ordered} LIMIT %s OFFSET %s", [*params, limit, offset])
+    def _ordered_select(self, ordered: str, ordered_params: list):
+        """*select* (see :meth:`_rows`) over ``WHERE ordered``."""
 
-    def _all_matches(self, ordered: str, params: list) -> CatalogResults:
-        """Every match of ``WHERE ordered`` (where clause and ORDER BY).
+        def select(tail: str, params: list, counted: bool = False) -> list[tuple]:
+            columns = "zoid, path, count(*) OVER ()" if counted else "zoid, path"
+            return self._select(columns, f"{ordered} {tail}", [*ordered_params, *params])
+
+        return select
+
+    def _scored_select(self, stmt, where: str):
+        """*select* (see :meth:`_rows`) over the matches in order of their
+        relevance (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
+        ``data_record_score_`` and ``data_record_normalized_score_``."""
+        head, head_params = ranked_sql(stmt.scored, where, stmt.params, get_pending())
+        a, b = stmt.scale
+
+        def select(tail: str, params: list, counted: bool = False) -> list[tuple]:
+            columns = "zoid, path, score, max(score) OVER ()" + (", count(*) OVER ()" if counted else "")
+            sql = f"{head}\nSELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+            return [
+                (zoid, path, a * score + b, int(100.0 * (a * score + b) / (a * best + b)), *count)
+                for zoid, path, score, best, *count in self._read(sql, [*head_params, *params])
+            ]
+
+        return select
+
+    def _rows(self, select, offset: int, limit: int) -> list[tuple]:
+        """Rows ``offset`` to ``offset + limit`` of a search: *select(tail,
+        params, counted=False)* selects its rows in order, ``tail`` (LIMIT,
+        OFFSET) appended, with the number of matches last when *counted*."""
+        return select("LIMIT %s OFFSET %s", [limit, offset])
+
+    def _all_matches(self, select) -> CatalogResults:
+        """Every match of a search (*select*, see :meth:`_rows`).
 
         The first rows and the count come in one statement: len() is the
         count and listings ask for it (counting later would mean a second
         pass over every match whenever the plan reads them all anyway);
         more rows are selected when somebody walks that far.
         """
-        rows = self._select("zoid, path, count(*) OVER ()", f"{ordered} LIMIT %s", [*params, MIN_ROWS])
-        total = rows[0][2] if rows else 0
-        load_rows = partial(self._rows, ordered, params)
-        return self._results([row[:2] for row in rows], length=total, total=total, load_rows=load_rows)
+        rows = select("LIMIT %s", [MIN_ROWS], counted=True)
+        total = rows[0][-1] if rows else 0
+        return self._results(
+            [row[:-1] for row in rows], length=total, total=total, load_rows=partial(self._rows, select)
+        )
 
     def _results(self, rows, **kw):
         tool = self
@@ -580,7 +614,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(SearchZCatalog)
     def searchAll(self):
         """ZCatalog's search for all documents: no security, no filters."""
-        return self._all_matches(f"{CATALOGED} ORDER BY zoid", [])
+        return self._all_matches(self._ordered_select(f"{CATALOGED} ORDER BY zoid", []))
 
     @security.protected(SearchZCatalog)
     def getobject(self, rid, REQUEST=None):

@@ -1,0 +1,197 @@
+"""Relevance order: ZCTextIndex's Okapi BM25 scores, computed in SQL.
+
+Without ``sort_on``, ZCatalog orders the matches of a text query by score,
+highest first, ties by record id, highest first.  A word *w* scores in a
+document *d* (``OkapiIndex._search_wids``)::
+
+    int(f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / meandoclen)) * ln(1 + N / df) * 1024 + 0.5)
+
+with *f* the frequency of *w* in *d*, *dl* the number of words of *d*,
+*N* the number of documents in the index, *meandoclen* their mean length
+and *df* the number of documents holding *w*.  The parse tree adds these
+up: an ``AND`` sums its parts (its ``NOT`` parts add nothing), an ``OR``
+the parts that match, a phrase its words, a glob the words it expands to.
+The other indexes of the query then change every score alike (see
+:func:`score_scale`), which leaves the order as it is.
+
+The catalog rows keep *dl* and every *f* (``word_counts``, see
+:mod:`~plone.pgcatalog.extraction`); *N* and the total length come from
+``pgcatalog_text_stats`` (kept by a trigger), corrected for this
+transaction's pending rows; *df* is counted over the catalog rows this
+transaction sees.  ``pgcatalog_okapi`` repeats OkapiIndex's float
+operations in its order, so the integers, and the order, are ZCatalog's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.overlay import has_changes
+from plone.pgcatalog.pending import Pending
+from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.text import glob_prefix
+from plone.pgcatalog.text import lexeme
+from plone.pgcatalog.text import node_tsquery
+from plone.pgcatalog.values import array_literal
+
+
+@dataclass
+class Scored:
+    """A text index's part of a query ordered by relevance."""
+
+    index: r.IndexDef
+    tree: object  # ZCTextIndex parse tree
+
+
+def score_scale(named) -> tuple[int, int]:
+    """``(a, b)``: ZCatalog reports ``a * text score + b``.
+
+    ``Catalog.search`` intersects the scored result of the text indexes
+    with each other index of the query in turn, by name (ZCatalog's query
+    plan when it has not timed the query yet), and ``weightedIntersection``
+    counts each member of a plain set as 1.  A DateRangeIndex, though,
+    answers with the scored result it was handed minus what it excludes,
+    so intersecting with it doubles every score.
+    """
+    a, b = 1, 0
+    for index in sorted((index for index in named if index.kind != r.TEXT), key=lambda index: index.name):
+        if index.kind == r.DATE_RANGE:
+            a, b = 2 * a, 2 * b
+        else:
+            b += 1
+    return a, b
+
+
+class _Index:
+    """The SQL of one text index's scores: its common table expressions
+    (statistics, words, glob expansions), the per-row word counts and
+    the score expression, each with its parameters in order."""
+
+    def __init__(self, number: int, scored: Scored, pending: Pending | None):
+        self.n = number
+        self.index = scored.index
+        self.key = r.name_literal(scored.index.name)
+        self.words: list[str] = []
+        self.globs: list[str] = []
+        self.score, self.score_params = self._node(scored.tree, True)
+        self.pending = pending
+
+    # -- the score expression -------------------------------------------------
+
+    def _okapi(self, freq: str, idf: str) -> str:
+        return f"pgcatalog_okapi(({freq})::float8, pgcatalog_c{self.n}.dl, pgcatalog_m{self.n}.meandoclen, {idf})"
+
+    def _word(self, word: str) -> tuple[str, list]:
+        if word not in self.words:
+            self.words.append(word)
+        idf = f"(SELECT idf1024 FROM pgcatalog_t{self.n} WHERE word = %s)"
+        return self._okapi(f"pgcatalog_c{self.n}.freq ->> %s", idf), [word, word]
+
+    def _node(self, node, known: bool) -> tuple[str, list]:
+        """The score of *node* for the row; *known*: the row matches it."""
+        kind, value = node.nodeType(), node.getValue()
+        if kind == "ATOM":
+            return self._word(value)
+        if kind == "GLOB":
+            prefix = glob_prefix(value)
+            if prefix not in self.globs:
+                self.globs.append(prefix)
+            name = f"pgcatalog_g{self.n}_{self.globs.index(prefix)}"
+            okapi = self._okapi(f"pgcatalog_c{self.n}.freq ->> g.word", "g.idf1024")
+            sql = (
+                f"COALESCE((SELECT sum({okapi}) FROM {name} AS g WHERE pgcatalog_c{self.n}.freq ? g.word), 0)"
+            )
+            return sql, []
+        if kind == "PHRASE":
+            parts = [self._word(word) for word in value]
+        elif kind == "AND":
+            parts = [self._node(child, True) for child in value if child.nodeType() != "NOT"]
+        elif kind == "OR":
+            parts = [self._node(child, False) for child in value]
+            return " + ".join(sql for sql, _ in parts), [p for _, params in parts for p in params]
+        else:
+            raise ValueError(f"unsupported query node {kind}")
+        sql = " + ".join(sql for sql, _ in parts) or "0"
+        params = [p for _, ps in parts for p in ps]
+        if known:
+            return f"({sql})", params
+        # below an OR: a part that does not match scores nothing
+        gate = f"{self.index.expression()} @@ %s::tsquery"
+        return f"(CASE WHEN {gate} THEN {sql} ELSE 0 END)", [node_tsquery(node), *params]
+
+    # -- the tables it reads -----------------------------------------------------
+
+    def _sources(self) -> tuple[str, list]:
+        """Rows of (documents, words) that add up to the index's size, as
+        this transaction sees it."""
+        length = f"(word_counts -> {self.key} ->> 0)::bigint"
+        pending = self.pending
+        if pending is not None and (pending.clear_all or self.index.name in pending.cleared):
+            return f"SELECT count(*), sum({length}) FROM {ROWS} WHERE word_counts ? {self.key}", []
+        committed = f"SELECT documents, words FROM pgcatalog_text_stats WHERE index_name = {self.key}"
+        if not has_changes(pending):
+            return committed, []
+        zoids, paths = array_literal(pending.rows), array_literal(pending.removed)
+        sql = f"""{committed}
+UNION ALL
+SELECT -count(*), -sum({length}) FROM object_state
+ WHERE word_counts ? {self.key} AND (zoid = ANY(%s::bigint[]) OR path = ANY(%s::text[]))
+UNION ALL
+SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND word_counts ? {self.key}"""
+        return sql, [zoids, paths, zoids]
+
+    def ctes(self) -> tuple[list[str], list]:
+        n, expr = self.n, self.index.expression()
+        sources, params = self._sources()
+        ctes = [
+            f"pgcatalog_s{n} AS (SELECT sum(documents)::float8 AS documents, "
+            f"sum(words)::float8 / sum(documents)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
+        ]
+        if self.words:
+            values = ", ".join("(%s, %s::tsquery)" for _ in self.words)
+            ctes.append(
+                f"pgcatalog_t{n} AS (SELECT w.word, ln(1.0::float8 + s.documents / w.df) * 1024.0::float8 AS idf1024"
+                f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
+                f" FROM (VALUES {values}) AS v(word, q)) AS w WHERE w.df > 0)"
+            )
+            for word in self.words:
+                params += [word, lexeme(word)]
+        for number, prefix in enumerate(self.globs):
+            ctes.append(
+                f"pgcatalog_g{n}_{number} AS (SELECT u.lexeme AS word,"
+                f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
+                f" FROM pgcatalog_s{n} AS s, {ROWS}, unnest({expr}) AS u"
+                f" WHERE {expr} @@ %s::tsquery AND starts_with(u.lexeme, %s) GROUP BY u.lexeme, s.documents)"
+            )
+            params += [lexeme(prefix) + ":*", prefix]
+        return ctes, params
+
+    def joins(self) -> str:
+        """The row's length and word frequencies, and the index's mean length."""
+        n = self.n
+        return (
+            f" CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq"
+            f" FROM (SELECT object_state.word_counts -> {self.key} AS c OFFSET 0) AS c OFFSET 0) AS pgcatalog_c{n}"
+            f" CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
+        )
+
+
+def ranked_sql(
+    scored: list[Scored], where: str, where_params: list, pending: Pending | None
+) -> tuple[str, list]:
+    """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
+    its score (the sum over the text indexes), to be selected from."""
+    parts = [_Index(number, s, pending) for number, s in enumerate(scored)]
+    ctes, params = [], []
+    for part in parts:
+        sql, ps = part.ctes()
+        ctes += sql
+        params += ps
+    score = " + ".join(part.score for part in parts)
+    joins = "".join(part.joins() for part in parts)
+    ctes.append(
+        f"pgcatalog_scored AS (SELECT zoid, path, ({score})::bigint AS score FROM {ROWS}{joins} WHERE {where})"
+    )
+    params += [p for part in parts for p in part.score_params]
+    params += where_params
+    return "WITH " + ",\n".join(ctes), params
