@@ -10,9 +10,11 @@ table.  Everything happens in one transaction that is rolled back.
 from helpers import CatalogTestCase
 from plone import api
 from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import sort_spec
+from plone.pgcatalog.relevance import ranked_sql
 
 import json
 import psycopg
@@ -80,20 +82,24 @@ class ExplainTest(CatalogTestCase):
     def explain(self, query: dict) -> list[dict]:
         stmt = build(query, self.defs, self.catalog._lexicons(), self.catalog.getPhysicalPath())
         add_sort(stmt, sort_spec(query, self.defs))
-        sql = f"SELECT zoid FROM object_state WHERE {stmt.where_sql()}"
-        if stmt.order:
-            sql += " ORDER BY " + ", ".join(stmt.order)
+        params = stmt.params
+        if stmt.scored:  # relevance order: the statement of the search
+            head, params = ranked_sql(stmt.scored, stmt.where_sql(), stmt.params, None)
+            sql = f"{head}\nSELECT zoid FROM pgcatalog_scored ORDER BY score DESC, zoid DESC"
+        else:
+            sql = f"SELECT zoid FROM object_state WHERE {stmt.where_sql()}"
+            if stmt.order:
+                sql += " ORDER BY " + ", ".join(stmt.order)
         if "sort_limit" in query:
             sql += f" LIMIT {int(query['sort_limit'])}"
-        (plan,) = self.conn.execute(
-            f"EXPLAIN (FORMAT JSON) {sql}", [*stmt.params, *stmt.order_params]
-        ).fetchone()
+        sql, head_params = catalog_sql(sql, None)
+        (plan,) = self.conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", [*head_params, *params]).fetchone()
         return list(plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]))
 
     def assert_index_scan(self, query: dict, index_part: str) -> None:
         nodes = self.explain(query)
-        kinds = [node["Node Type"] for node in nodes]
-        self.assertNotIn("Seq Scan", kinds, f"{query}: {kinds}")
+        scans = [node.get("Relation Name") for node in nodes if node["Node Type"] == "Seq Scan"]
+        self.assertNotIn("object_state", scans, f"{query}: {[node['Node Type'] for node in nodes]}")
         names = [node.get("Index Name", "") for node in nodes]
         self.assertTrue(any(index_part in name for name in names), f"{query}: {names}")
 
@@ -136,7 +142,13 @@ class ExplainTest(CatalogTestCase):
         self.assertEqual([n for n in names if n and n != "pgcatalog_parent"], [], names)
 
     def test_text(self):
-        self.assert_index_scan({"SearchableText": "w4711"}, "searchable_text")
+        self.assert_index_scan({"SearchableText": "w4711", "sort_on": "created"}, "searchable_text")
+
+    def test_text_by_relevance(self):
+        # the matches, the document frequencies and a glob's words all come
+        # off the text index
+        for text in ("w4711", "w4711 OR w17", "w471*"):
+            self.assert_index_scan({"SearchableText": text}, "searchable_text")
 
     def test_sorted_page(self):
         # a page of a large result is read along the sort index
