@@ -144,21 +144,21 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         n, expr = self.n, self.index.expression()
         sources, params = self._sources()
         ctes = [
-            f"pgcatalog_s{n} AS (SELECT sum(documents)::float8 AS documents, "
+            f"pgcatalog_s{n} AS MATERIALIZED (SELECT sum(documents)::float8 AS documents, "
             f"sum(words)::float8 / sum(documents)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
         ]
         if self.words:
             values = ", ".join("(%s, %s::tsquery)" for _ in self.words)
             ctes.append(
-                f"pgcatalog_t{n} AS (SELECT w.word, ln(1.0::float8 + s.documents / w.df) * 1024.0::float8 AS idf1024"
+                f"pgcatalog_t{n} AS MATERIALIZED (SELECT w.word, ln(1.0::float8 + s.documents / w.df) * 1024.0::float8 AS idf1024"
                 f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
-                f" FROM (VALUES {values}) AS v(word, q)) AS w WHERE w.df > 0)"
+                f" FROM (VALUES {values}) AS v(word, q) OFFSET 0) AS w WHERE w.df > 0)"
             )
             for word in self.words:
                 params += [word, lexeme(word)]
         for number, prefix in enumerate(self.globs):
             ctes.append(
-                f"pgcatalog_g{n}_{number} AS (SELECT u.lexeme AS word,"
+                f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT u.lexeme AS word,"
                 f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
                 f" FROM pgcatalog_s{n} AS s, {ROWS}, unnest({expr}) AS u"
                 f" WHERE {expr} @@ %s::tsquery AND starts_with(u.lexeme, %s) GROUP BY u.lexeme, s.documents)"
@@ -190,7 +190,7 @@ def ranked_sql(
     score = " + ".join(part.score for part in parts)
     joins = "".join(part.joins() for part in parts)
     ctes.append(
-        f"pgcatalog_scored AS (SELECT zoid, path, ({score})::bigint AS score FROM {ROWS}{joins} WHERE {where})"
+        f"pgcatalog_scored AS MATERIALIZED (SELECT zoid, path, ({score})::bigint AS score FROM {ROWS}{joins} WHERE {where})"
     )
     params += [p for part in parts for p in part.score_params]
     params += where_params

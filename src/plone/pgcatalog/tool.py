@@ -442,7 +442,10 @@ class PGCatalogTool(UniqueObject, Folder):
             sql = f"{head}\nSELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
             return [
                 (zoid, path, a * score + b, int(100.0 * (a * score + b) / (a * best + b)), *count)
-                for zoid, path, score, best, *count in self._read(sql, [*head_params, *params])
+                # planning this statement costs as much as running it (the text
+                # index is read in several places), and every match is scored
+                # whatever the words: the generic plan serves
+                for zoid, path, score, best, *count in self._read(sql, [*head_params, *params], generic=True)
             ]
 
         return select
