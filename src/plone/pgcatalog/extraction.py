@@ -261,8 +261,10 @@ def path_columns(uid: str) -> dict:
 def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata: bool = True) -> dict:
     """Extract a catalog row for *obj* cataloged under *uid*.
 
-    Returns ``{"idx": {...}, "meta": {...}}`` plus the path columns and
-    the own columns of the indexes that have one (``searchable_text``...).
+    Returns ``{"idx": {...}, "word_counts": {...}, "meta": {...}}`` plus the
+    path columns and the own columns of the indexes that have one
+    (``searchable_text``...); ``word_counts`` holds, per text index, its
+    number of words and their frequencies (None: no text to index).
     With *idxs*, only those indexes are extracted (``idx`` then holds a
     partial update) and ``partial`` is True; without *with_metadata*,
     ``meta`` is None (the committed metadata stays).

@@ -73,9 +73,3 @@ def parse(query, lexicon=None):
     if not query.strip():
         return None
     return QueryParser(lexicon if lexicon is not None else _FallbackLexicon()).parseQuery(query)
-
-
-def to_tsquery(query, lexicon=None) -> str | None:
-    """Translate a ZCTextIndex query to a ``tsquery`` literal (None: matches nothing)."""
-    tree = parse(query, lexicon)
-    return None if tree is None else node_tsquery(tree)
