@@ -143,11 +143,13 @@ class ExplainTest(CatalogTestCase):
 
     def test_text(self):
         self.assert_index_scan({"SearchableText": "w4711", "sort_on": "created"}, "searchable_text")
+        # a glob with an inner wildcard is found through its prefix
+        self.assert_index_scan({"SearchableText": "w47?1", "sort_on": "created"}, "searchable_text")
 
     def test_text_by_relevance(self):
         # the matches, the document frequencies and a glob's words all come
         # off the text index
-        for text in ("w4711", "w4711 OR w17", "w471*"):
+        for text in ("w4711", "w4711 OR w17", "w471*", "w4*1"):
             self.assert_index_scan({"SearchableText": text}, "searchable_text")
 
     def test_sorted_page(self):

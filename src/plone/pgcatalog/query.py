@@ -30,8 +30,8 @@ from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.relevance import score_scale
 from plone.pgcatalog.relevance import Scored
-from plone.pgcatalog.text import node_tsquery
 from plone.pgcatalog.text import parse
+from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import date_minutes
 from Products.ZCatalog.ZCatalog import CatalogError
@@ -379,8 +379,9 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
     tree = parse(text, lexicon)
     if tree is None:
         raise Nothing
-    stmt.where.append(f"{index.expression()} @@ %s::tsquery")
-    stmt.params.append(node_tsquery(tree))
+    sql, params = text_condition(tree, index.expression())
+    stmt.where.append(sql)
+    stmt.params.extend(params)
     stmt.strict = True
     stmt.scored.append(Scored(index, tree))
 

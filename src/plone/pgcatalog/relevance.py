@@ -29,9 +29,10 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.text import glob_like
 from plone.pgcatalog.text import glob_prefix
 from plone.pgcatalog.text import lexeme
-from plone.pgcatalog.text import node_tsquery
+from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
@@ -93,10 +94,9 @@ class _Index:
         if kind == "ATOM":
             return self._word(value)
         if kind == "GLOB":
-            prefix = glob_prefix(value)
-            if prefix not in self.globs:
-                self.globs.append(prefix)
-            name = f"pgcatalog_g{self.n}_{self.globs.index(prefix)}"
+            if value not in self.globs:
+                self.globs.append(value)
+            name = f"pgcatalog_g{self.n}_{self.globs.index(value)}"
             okapi = self._okapi(f"pgcatalog_c{self.n}.freq ->> g.word", "g.idf1024")
             sql = (
                 f"COALESCE((SELECT sum({okapi}) FROM {name} AS g WHERE pgcatalog_c{self.n}.freq ? g.word), 0)"
@@ -116,8 +116,8 @@ class _Index:
         if known:
             return f"({sql})", params
         # below an OR: a part that does not match scores nothing
-        gate = f"{self.index.expression()} @@ %s::tsquery"
-        return f"(CASE WHEN {gate} THEN {sql} ELSE 0 END)", [node_tsquery(node), *params]
+        gate, gate_params = text_condition(node, self.index.expression())
+        return f"(CASE WHEN {gate} THEN {sql} ELSE 0 END)", [*gate_params, *params]
 
     # -- the tables it reads -----------------------------------------------------
 
@@ -156,14 +156,16 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             )
             for word in self.words:
                 params += [word, lexeme(word)]
-        for number, prefix in enumerate(self.globs):
+        for number, pattern in enumerate(self.globs):
+            prefix, like = glob_prefix(pattern), glob_like(pattern)
+            words = "starts_with(u.lexeme, %s)" + (" AND u.lexeme LIKE %s" if like else "")
             ctes.append(
                 f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT u.lexeme AS word,"
                 f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
                 f" FROM pgcatalog_s{n} AS s, {ROWS}, unnest({expr}) AS u"
-                f" WHERE {expr} @@ %s::tsquery AND starts_with(u.lexeme, %s) GROUP BY u.lexeme, s.documents)"
+                f" WHERE {expr} @@ %s::tsquery AND {words} GROUP BY u.lexeme, s.documents)"
             )
-            params += [lexeme(prefix) + ":*", prefix]
+            params += [lexeme(prefix) + ":*", prefix, *([like] if like else [])]
         return ctes, params
 
     def joins(self) -> str:

@@ -2,9 +2,14 @@
 
 Parsing is ZCTextIndex's own :class:`QueryParser` run over the index's
 lexicon, so the grammar (AND / OR / NOT, ``"phrases"``, ``-word``,
-``prefix*``), the word folding and the ``ParseError`` for bad syntax are
-exactly ZCatalog's.  The parse tree is then written out as a ``tsquery``
-literal over the same normalised words the indexer stored.
+``prefix*``, ``a?c``), the word folding and the ``ParseError`` for bad
+syntax are exactly ZCatalog's.  The parse tree is then written out as a
+``tsquery`` literal over the same normalised words the indexer stored.
+
+A ``tsquery`` knows prefixes only.  A glob with a wildcard inside
+(``po?t``, ``post*sql``) is matched as ZCTextIndex's lexicon matches it,
+by the shell pattern over the row's words (:func:`glob_like`), behind the
+``tsquery`` of its prefix, which keeps the text index in use.
 """
 
 from __future__ import annotations
@@ -43,8 +48,50 @@ def glob_prefix(pattern: str) -> str:
     return prefix
 
 
+def glob_like(pattern: str) -> str | None:
+    """*pattern* (``*`` any run of characters, ``?`` one character, as in
+    ``Lexicon.globToWordIds``) as a ``LIKE`` pattern, or None when its
+    prefix alone says it all (``prefix*``)."""
+    prefix = glob_prefix(pattern)
+    if not pattern[len(prefix) :].strip("*"):
+        return None
+    escaped = {"*": "%", "?": "_", "%": "\\%", "_": "\\_", "\\": "\\\\"}
+    return "".join(escaped.get(c, c) for c in pattern)
+
+
+def _exact(node) -> bool:
+    """Whether ``tsquery`` alone decides *node* (no glob with an inner wildcard)."""
+    kind, value = node.nodeType(), node.getValue()
+    if kind == "GLOB":
+        return glob_like(value) is None
+    if kind == "NOT":
+        return _exact(value)
+    if kind in ("AND", "OR"):
+        return all(_exact(child) for child in value)
+    return True
+
+
+def text_condition(node, expr: str) -> tuple[str, list]:
+    """SQL that holds for the rows whose ``tsvector`` *expr* matches *node*,
+    with its parameters: one ``tsquery`` test, or, around globs with an
+    inner wildcard, the same tree as SQL."""
+    if _exact(node):
+        return f"{expr} @@ %s::tsquery", [node_tsquery(node)]
+    kind, value = node.nodeType(), node.getValue()
+    if kind == "GLOB":
+        words = f"SELECT 1 FROM unnest({expr}) AS u WHERE u.lexeme LIKE %s"
+        return f"({expr} @@ %s::tsquery AND EXISTS ({words}))", [node_tsquery(node), glob_like(value)]
+    if kind == "NOT":
+        sql, params = text_condition(value, expr)
+        return f"NOT {sql}", params
+    parts = [text_condition(child, expr) for child in value]
+    joined = f" {kind} ".join(sql for sql, _ in parts)
+    return f"({joined})", [p for _, params in parts for p in params]
+
+
 def node_tsquery(node) -> str:
-    """A parse tree (node) as a ``tsquery`` literal."""
+    """A parse tree (node) as a ``tsquery`` literal; a glob as its prefix
+    (all that a ``tsquery`` can say: see :func:`text_condition`)."""
     kind = node.nodeType()
     value = node.getValue()
     if kind == "ATOM":
