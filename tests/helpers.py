@@ -1,10 +1,15 @@
 """Shared helpers: identical content on both sites, result comparison."""
 
+from datetime import datetime
+from datetime import timedelta
+from datetime import UTC
 from DateTime import DateTime
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
+from plone.namedfile.file import NamedBlobFile
+from plone.namedfile.file import NamedBlobImage
 
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -44,20 +49,52 @@ WORDS = (
 ).split()
 SUBJECTS = ("alpha", "beta", "gamma", "Ümlaut", "news", "events")
 TYPES = ("Document", "News Item", "Folder", "Event")
+ITEM_TYPES = ("Link", "File", "Image", "Collection")  # stand in for some pages
+LANGUAGES = ("en", "de", "")
+RULES = ("", "", "RRULE:FREQ=DAILY;COUNT=4", "RRULE:FREQ=WEEKLY;COUNT=3")
+# a one-pixel GIF
+PIXEL = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"
+
+
+def type_fields(portal_type: str, i: int, rng: random.Random, today: datetime) -> dict:
+    """What a standard type needs beyond title and description: events get
+    dates (some with a recurrence), files and images their data."""
+    if portal_type == "Event":
+        start = today + timedelta(days=rng.randint(-20, 20), hours=rng.randint(8, 18))
+        return {"start": start, "end": start + timedelta(hours=2), "recurrence": rng.choice(RULES) or None}
+    if portal_type == "Link":
+        return {"remoteUrl": f"https://example.org/{i}"}
+    if portal_type == "File":
+        words = " ".join(rng.choice(WORDS) for _ in range(4))
+        return {"file": NamedBlobFile(data=words.encode(), filename=f"f{i}.txt", contentType="text/plain")}
+    if portal_type == "Image":
+        return {"image": NamedBlobImage(data=PIXEL, filename=f"i{i}.gif")}
+    if portal_type == "Collection":
+        selection = "plone.app.querystring.operation.selection.any"
+        return {"query": [{"i": "portal_type", "o": selection, "v": ["Document"]}]}
+    return {}
 
 
 def build_content(site, seed=7, count=40):
-    """Create a seeded tree of content with workflow states and dates."""
+    """Create a seeded tree of content of every standard type, with workflow
+    states, dates (events with recurrences), languages and subjects."""
     rng = random.Random(seed)
+    # what the first content tests did not have draws from its own sequence,
+    # so that the tree (ids, types of folders and events) stays as it was
+    more = random.Random(seed + 1)
+    # the same on both sites, built seconds apart
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     setSite(site)
     app = site.aq_parent
     login(app, SITE_OWNER_NAME)
     wf = site.portal_workflow
-    wf.setChainForPortalTypes(TYPES, "simple_publication_workflow")
+    wf.setChainForPortalTypes(TYPES + ITEM_TYPES, "simple_publication_workflow")
     folders = [site]
     for i in range(count):
         parent = rng.choice(folders)
         portal_type = rng.choice(TYPES)
+        if portal_type in ("Document", "News Item") and more.random() < 0.5:
+            portal_type = more.choice(ITEM_TYPES)
         title = f"{rng.choice(WORDS).title()} {rng.choice(WORDS)} {i:03d}"
         obj = api.content.create(
             container=parent,
@@ -66,6 +103,8 @@ def build_content(site, seed=7, count=40):
             title=title,
             description=" ".join(rng.choice(WORDS) for _ in range(6)),
             subject=tuple(rng.sample(SUBJECTS, rng.randint(0, 3))),
+            language=more.choice(LANGUAGES),
+            **type_fields(portal_type, i, more, today),
         )
         if portal_type == "Folder":
             folders.append(obj)
