@@ -16,10 +16,13 @@ from plone.pgcatalog.schema import CATALOG_COLUMNS
 from plone.pgcatalog.schema import clear_index_sql
 from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
 from plone.pgcatalog.schema import schema_sql
+from plone.pgcatalog.undo import plan_repair
+from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
 from zodb_pgjsonb.storage import ExtraColumn
 
 import orjson
+import transaction
 
 
 _CASTS = {
@@ -93,6 +96,11 @@ class CatalogStateProcessor:
             return None
         pending.written.add(zoid)
         return row_params(row)
+
+    def undone(self, cursor, tid: int, restored: list[int], deleted: list[int], entries: dict) -> None:
+        """An undo is restoring *restored*: catalog them again once it has
+        committed (see :mod:`plone.pgcatalog.undo`)."""
+        schedule(transaction.get(), plan_repair(cursor, restored, entries))
 
     def finalize(self, cursor) -> None:
         pending = get_pending()

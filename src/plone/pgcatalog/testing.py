@@ -15,6 +15,8 @@ Layers:
   back to the fixture's state after each test.
 - ``DIFFERENTIAL_FIXTURE`` / ``DIFFERENTIAL_TESTING``: the same plus a stock
   ZCatalog site ``zplone`` in the same database, for side-by-side tests.
+- ``HISTORY_DIFFERENTIAL_TESTING``: both sites on a history-preserving
+  storage, for undo.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import ZODB
 TEST_DSN_ENV = "PGCATALOG_TEST_DSN"
 
 SNAPSHOT_TABLES = ("transaction_log", "object_state", "blob_state", "pgcatalog_counter")
+HISTORY_TABLES = ("object_history", "pack_state")
 
 
 class PGServerLayer(Layer):
@@ -85,12 +88,12 @@ def drop_database(server_dsn: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
-def open_pg_db(dsn: str) -> ZODB.DB:
+def open_pg_db(dsn: str, history_preserving: bool = False) -> ZODB.DB:
     """A ZODB on a new PGJsonbStorage with the catalog's processor."""
     from plone.pgcatalog.tool import ensure_processor
     from zodb_pgjsonb.storage import PGJsonbStorage
 
-    storage = PGJsonbStorage(dsn, cache_warm_pct=0, pool_max_size=20)
+    storage = PGJsonbStorage(dsn, cache_warm_pct=0, pool_max_size=20, history_preserving=history_preserving)
     ensure_processor(storage)
     return ZODB.DB(storage, cache_size=2000)
 
@@ -99,13 +102,14 @@ class PGStartup(zope.Startup):
     """Zope started on a ZODB in a fresh PostgreSQL database."""
 
     defaultBases = (PG_SERVER, zca.LAYER_CLEANUP)
+    history_preserving = False
 
     def setUpDatabase(self):
         super().setUpDatabase()
         self["zodbDB"].close()
         self._dbname, dsn = create_database(self["pg_server_dsn"])
         self["pg_dsn"] = dsn
-        self["zodbDB"] = open_pg_db(dsn)
+        self["zodbDB"] = open_pg_db(dsn, self.history_preserving)
 
     def tearDownDatabase(self):
         super().tearDownDatabase()
@@ -119,6 +123,15 @@ class PGStartup(zope.Startup):
 PG_STARTUP = PGStartup(name="plone.pgcatalog:Startup")
 
 
+class PGHistoryStartup(PGStartup):
+    """The same on a history-preserving storage (undo)."""
+
+    history_preserving = True
+
+
+PG_HISTORY_STARTUP = PGHistoryStartup(name="plone.pgcatalog:HistoryStartup")
+
+
 class Snapshot:
     """Table contents kept in memory, to put the database back after a test."""
 
@@ -126,16 +139,18 @@ class Snapshot:
         self.dsn = dsn
         self.data = {}
         with psycopg.connect(dsn, autocommit=True) as conn:
-            for table in SNAPSHOT_TABLES:
+            history = conn.execute("SELECT to_regclass('object_history') IS NOT NULL").fetchone()[0]
+            self.tables = SNAPSHOT_TABLES + (HISTORY_TABLES if history else ())
+            for table in self.tables:
                 with conn.cursor() as cur, cur.copy(f"COPY {table} TO STDOUT (FORMAT BINARY)") as copy:
                     self.data[table] = b"".join(bytes(chunk) for chunk in copy)
 
     def restore(self, db: ZODB.DB) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             with conn.transaction():
-                for table in reversed(SNAPSHOT_TABLES):
+                for table in reversed(self.tables):
                     conn.execute(f"DELETE FROM {table}")
-                for table in SNAPSHOT_TABLES:
+                for table in self.tables:
                     with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:
                         copy.write(self.data[table])
         storage = db.storage
@@ -234,4 +249,12 @@ class DifferentialFixture(Layer):
 DIFFERENTIAL_FIXTURE = DifferentialFixture(name="plone.pgcatalog:Differential")
 DIFFERENTIAL_TESTING = PGFunctionalTesting(
     bases=(DIFFERENTIAL_FIXTURE,), name="plone.pgcatalog:DifferentialFunctional"
+)
+
+HISTORY_FIXTURE = PGCatalogFixture(bases=(PG_HISTORY_STARTUP,), name="plone.pgcatalog:HistoryFixture")
+HISTORY_DIFFERENTIAL_FIXTURE = DifferentialFixture(
+    bases=(HISTORY_FIXTURE,), name="plone.pgcatalog:HistoryDifferential"
+)
+HISTORY_DIFFERENTIAL_TESTING = PGFunctionalTesting(
+    bases=(HISTORY_DIFFERENTIAL_FIXTURE,), name="plone.pgcatalog:HistoryDifferentialFunctional"
 )

@@ -1,0 +1,233 @@
+"""The catalog after an undo (history-preserving storages).
+
+ZCatalog keeps its data in BTrees that change in the same transactions as
+the content, so undoing a transaction undoes its catalog changes too.  Here
+the catalog data lives in the content's own rows, and the storage restores
+the objects' states without it.  zodb-pgjsonb tells the state processor,
+inside the undo's commit, which objects the undo restores
+(:func:`plan_repair`); once the undo has committed, :func:`repair`
+catalogs again, in a transaction of its own, every cataloged object whose
+state or parts (workflow history, annotations, a folder's BTree) the undo
+restored:
+
+- the object itself, from its restored state;
+- a folder's children, where the undo brought one back or took one away
+  (an undone delete, add, move or rename);
+- the whole subtree, where the undo changed the object's local roles or
+  permission settings (an undone workflow transition or sharing change),
+  which its descendants' ``allowedRolesAndUsers`` acquire.
+
+Objects the undo deletes (created in the undone transaction) take their
+catalog data with their rows.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from Acquisition import aq_chain
+from dataclasses import dataclass
+from plone.pgcatalog.rebuild import descendants
+from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.values import array_literal
+from psycopg.rows import tuple_row
+from Testing.makerequest import makerequest
+from ZODB.POSException import ConflictError
+from zope.component.hooks import setSite
+from zope.globalrequest import setRequest
+from zope.component.interfaces import ISite
+
+import logging
+import threading
+import transaction
+
+
+logger = logging.getLogger("plone.pgcatalog")
+
+MAX_DEPTH = 8
+"""How far up the references a restored part is followed to its object
+(a BTree bucket: bucket, tree, folder)."""
+
+ATTEMPTS = 3
+
+# The cataloged objects owning the restored objects: themselves when
+# cataloged, else the nearest cataloged objects referencing them.
+_OWNERS = f"""
+WITH RECURSIVE up(zoid, depth) AS (
+    SELECT z, 0 FROM unnest(%s::bigint[]) AS z
+  UNION
+    SELECT o.zoid, up.depth + 1
+      FROM up
+      JOIN object_state AS part ON part.zoid = up.zoid AND part.idx IS NULL
+      JOIN object_state AS o ON o.refs @> ARRAY[up.zoid]
+     WHERE up.depth < {MAX_DEPTH}
+)
+SELECT DISTINCT s.zoid, s.path FROM up JOIN object_state AS s ON s.zoid = up.zoid
+ WHERE s.idx IS NOT NULL"""
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A cataloged path to catalog again after an undo."""
+
+    path: str
+    subtree: bool  # its security settings changed: catalog everything below too
+
+
+def _security(state) -> dict:
+    """The local roles and permission settings in an object's state."""
+    if not isinstance(state, dict):
+        return {}
+    return {
+        key: value
+        for key, value in state.items()
+        if key.startswith("__ac_local_roles") or (key.startswith("_") and key.endswith("_Permission"))
+    }
+
+
+def plan_repair(cur, restored: list[int], entries: dict) -> list[Repair]:
+    """What to catalog again once the undo of *restored* objects commits
+    (run inside the undo's commit, on the database as it was before)."""
+    if not restored:
+        return []
+    with cur.connection.cursor(row_factory=tuple_row) as owners:
+        owners.execute(_OWNERS, (array_literal(restored),))
+        found = owners.fetchall()
+    repairs = []
+    for zoid, path in found:
+        entry = entries.get(zoid) or {}
+        before, after = entry.get("before") or {}, entry.get("after") or {}
+        changed = _security(before.get("state")) != _security(after.get("state"))
+        repairs.append(Repair(path, changed))
+    return repairs
+
+
+def schedule(txn, repairs: list[Repair]) -> None:
+    """Run :func:`repair` once *txn* (the undo) has committed."""
+    db = next((r._db for r in txn._resources if getattr(r, "_db", None) is not None), None)
+    if db is None or not repairs:
+        return
+    txn.addAfterCommitHook(_after_commit, args=(db, repairs))
+
+
+def _after_commit(committed: bool, db, repairs: list[Repair]) -> None:
+    if not committed:
+        return
+    # The undo's transaction is still this thread's current one: the repair
+    # gets a thread, and with it a transaction and a connection of its own.
+    worker = threading.Thread(target=repair, args=(db, repairs), name="plone.pgcatalog undo repair")
+    worker.start()
+    worker.join()
+
+
+def repair(db, repairs: list[Repair]) -> None:
+    """Catalog the *repairs* again from the objects as they are now."""
+    for attempt in range(1, ATTEMPTS + 1):
+        conn = db.open()
+        try:
+            app = makerequest(conn.root()["Application"])
+            setRequest(app.REQUEST)
+            for item in _outermost(repairs):
+                _repair_path(app, item)
+            transaction.commit()
+            return
+        except ConflictError:
+            transaction.abort()
+            if attempt == ATTEMPTS:
+                logger.exception("plone.pgcatalog: the catalog could not be repaired after an undo")
+        except Exception:
+            transaction.abort()
+            logger.exception("plone.pgcatalog: the catalog could not be repaired after an undo")
+            return
+        finally:
+            setRequest(None)
+            setSite(None)
+            conn.close()
+
+
+def _outermost(repairs: list[Repair]) -> list[Repair]:
+    """Repairs in path order, without those inside a subtree repaired whole."""
+    kept: list[Repair] = []
+    for item in sorted(set(repairs), key=lambda r: (r.path, not r.subtree)):
+        if any(r.subtree and item.path.startswith(r.path + "/") for r in kept):
+            continue
+        if kept and kept[-1].path == item.path:
+            continue
+        kept.append(item)
+    return kept
+
+
+def _catalog_of(app, path: str):
+    """The plone.pgcatalog tool of the site *path* lies in, the site hook
+    set to it; None for paths of other catalogs."""
+    from plone.pgcatalog.tool import PGCatalogTool
+
+    obj = app
+    for name in path.strip("/").split("/"):
+        found = obj.unrestrictedTraverse(name, None) if name else obj
+        if found is None:
+            break
+        obj = found
+    for item in aq_chain(obj):
+        if ISite.providedBy(item):
+            setSite(item)
+            catalog = getattr(aq_base(item), "portal_catalog", None)
+            if isinstance(catalog, PGCatalogTool):
+                return item.portal_catalog
+            return None
+    return None
+
+
+def _catalogable(obj) -> bool:
+    """Content, as ``clearFindAndRebuild`` takes it (not the catalog tool itself)."""
+    from plone.pgcatalog.tool import PGCatalogTool
+
+    base = aq_base(obj)
+    return callable(getattr(base, "reindexObject", None)) and not isinstance(base, PGCatalogTool)
+
+
+def _path_of(obj) -> str:
+    return "/".join(obj.getPhysicalPath())
+
+
+def _repair_path(app, item: Repair) -> None:
+    catalog = _catalog_of(app, item.path)
+    if catalog is None:
+        return
+    obj = app.unrestrictedTraverse(item.path, None)
+    if obj is None or not _catalogable(obj) or _path_of(obj) != item.path:
+        # gone from here (an undone add or move): so is what was below it
+        _uncatalog_tree(catalog, item.path)
+        return
+    catalog.catalog_object(obj, item.path)
+    if item.subtree:
+        for child in descendants(obj):
+            if _catalogable(child):
+                catalog.catalog_object(child, _path_of(child))
+        return
+    _reconcile_children(catalog, obj, item.path)
+
+
+def _reconcile_children(catalog, folder, path: str) -> None:
+    """Catalog the children the undo brought back, uncatalog those it took away."""
+    if not hasattr(aq_base(folder), "objectItems"):
+        return
+    present = {f"{path}/{name}": child for name, child in folder.objectItems() if _catalogable(child)}
+    cataloged = {
+        row_path for (row_path,) in catalog._select("path", f"parent_path = %s AND {CATALOGED}", [path])
+    }
+    for row_path in cataloged - present.keys():
+        _uncatalog_tree(catalog, row_path)
+    for child_path in present.keys() - cataloged:
+        child = present[child_path]
+        catalog.catalog_object(child, child_path)
+        for below in descendants(child):
+            if _catalogable(below):
+                catalog.catalog_object(below, _path_of(below))
+
+
+def _uncatalog_tree(catalog, path: str) -> None:
+    rows = catalog._select(
+        "path", f"{CATALOGED} AND (path = %s OR starts_with(path, %s))", [path, path + "/"]
+    )
+    for (row_path,) in rows:
+        catalog.uncatalog_object(row_path)
