@@ -34,6 +34,7 @@ class UndoTest(unittest.TestCase):
             api.content.create(container=site, type="Document", id="e", title="Echo")
             sub = api.content.create(container=folder, type="Folder", id="sub", title="Sub")
             api.content.create(container=sub, type="Document", id="deep", title="Deep")
+            api.user.create(email="jane@example.org", username="jane", password="secret-secret")
             # one site per transaction: CMFCore finds the catalog of the current site
             transaction.commit()
 
@@ -61,6 +62,7 @@ class UndoTest(unittest.TestCase):
             paths(SearchableText="deep"),
             paths(review_state="published"),
             paths(allowedRolesAndUsers="Anonymous"),
+            paths(allowedRolesAndUsers="user:jane"),
             paths(path={"query": root + "/f", "depth": 1}),
             paths(getId="e"),
             len(catalog.unrestrictedSearchResults(portal_type="Document")),
@@ -112,3 +114,11 @@ class UndoTest(unittest.TestCase):
 
     def test_rename(self):
         self.change_and_undo(lambda site: api.content.rename(obj=site["e"], new_id="e2"))
+
+    def test_sharing(self):
+        # the folder's local roles reach its subtree's allowedRolesAndUsers
+        def share(site):
+            api.user.grant_roles(username="jane", obj=site["f"], roles=["Reader"])
+            site["f"].reindexObjectSecurity()
+
+        self.change_and_undo(share)
