@@ -19,6 +19,7 @@ from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFPlone.CatalogTool import CatalogTool
+from Products.ZCatalog.plan import PriorityMap
 
 from zope.component.hooks import setSite
 
@@ -263,6 +264,52 @@ class DifferentialTest(unittest.TestCase):
         query = {"path": {"query": "item-000", "level": -1, "navtree": 1}}
         self.assertEqual(outcome(self.z, query, unrestricted=True)[0], "ok")
         self.assertEqual(outcome(self.pg, query, unrestricted=True), ("error", "PathQueryError"))
+
+    def test_keyword_and_range_without_keywords(self):
+        """A documented difference: ZCatalog's ``and`` over a keyword range
+        that holds no keyword hands on what the indexes applied before it
+        found (here ``Creator``, by name order); this catalog finds nothing."""
+        query = {
+            "Creator": SITE_OWNER_NAME,
+            "Subject": {"query": ["h", "m"], "range": "min:max", "operator": "and"},
+        }
+        PriorityMap.clear()
+        found = outcome(self.z, query, unrestricted=True)
+        self.assertEqual(found[0], "ok")
+        self.assertGreater(found[2], 0)
+        self.assertEqual(outcome(self.pg, query, unrestricted=True), ("ok", [], 0, 0))
+
+    def test_navtree_start_below_everything_indexed(self):
+        """A documented difference: ExtendedPathIndex keeps the deepest level
+        it ever indexed, so after the deepest objects are gone a navigation
+        tree starting below every object left is not cut short there: with
+        ``depth`` 2 it lists what lies above.  This catalog knows how deep
+        the catalog goes now and finds nothing."""
+        login(self.layer["app"], SITE_OWNER_NAME)
+        found = {}
+        for site in (self.pg, self.z):
+            setSite(site)
+            root = "/".join(site.getPhysicalPath())
+            catalog = site.portal_catalog
+            folders = [
+                b.getPath() for b in catalog.unrestrictedSearchResults(path=root, portal_type="Folder")
+            ]
+            deepest = max(folders, key=lambda p: p.count("/"))
+            deeper = api.content.create(
+                container=site.unrestrictedTraverse(deepest), type="Folder", id="deeper"
+            )
+            api.content.create(container=deeper, type="Folder", id="deepest")
+            transaction.commit()
+            api.content.delete(obj=deeper)
+            transaction.commit()
+            # one level below every object left (levels count from the Zope root)
+            start = max(b.getPath().count("/") for b in catalog.unrestrictedSearchResults(path=root))
+            path = deepest + "/deeper/deepest"
+            query = {"path": {"query": path, "navtree": 1, "depth": 2, "navtree_start": start}}
+            found[site] = outcome(site, query, unrestricted=True)
+        self.assertEqual(found[self.z][0], "ok")
+        self.assertGreater(found[self.z][2], 0)
+        self.assertEqual(found[self.pg], ("ok", [], 0, 0))
 
     def test_as_manager(self):
         login(self.layer["app"], SITE_OWNER_NAME)
