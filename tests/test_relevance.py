@@ -186,3 +186,53 @@ class TextOfNoneTest(unittest.TestCase):
         for site in (app["plone"], app["zplone"]):
             self.assertEqual(self.found(site, "giraffe"), (0, 1))
             self.assertEqual(self.found(site, ""), (0, 0))
+
+
+FOLDED = [
+    "Straße café",
+    "STRASSE",
+    "strasse",
+    "straße",
+    "Cafe",
+    "CAFÉ",
+    "école",
+    "ECOLE",
+    "naïve",
+    "naive",
+    "Øresund",
+    "oresund",
+    "ﬁnance",
+    "stra*",
+    "caf?",
+]
+
+
+class FoldingTest(unittest.TestCase):
+    """Words fold as Plone's lexicon folds them (case, accents, ß), on
+    both sides of the search: what ZCatalog finds, this catalog finds."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    def test_folding_as_plones_lexicon(self):
+        app = self.layer["app"]
+        login(app, SITE_OWNER_NAME)
+        texts = ("Straße nach École", "Café naïve", "ÉCOLE STRASSE", "Øresund ﬁnance", "plain words")
+        for site in (app["plone"], app["zplone"]):
+            setSite(site)
+            for number, text in enumerate(texts):
+                api.content.create(container=site, type="Document", id=f"t{number}", title=text)
+            transaction.commit()
+        found_some = 0
+        for text in FOLDED:
+            for index in ("SearchableText", "Title"):
+                query = {index: text}
+                zpaths, zscores, *zlen = scored(app["zplone"], query)
+                ppaths, pscores, *plen = scored(app["plone"], query)
+                self.assertEqual(
+                    sorted(zip(zscores, zpaths, strict=True)),
+                    sorted(zip(pscores, ppaths, strict=True)),
+                    query,
+                )
+                self.assertEqual(zlen, plen, query)
+                found_some += bool(zpaths)
+        self.assertGreater(found_some, 2 * len(FOLDED) * 0.6)
