@@ -10,8 +10,11 @@ answers from SQL.
 
 from __future__ import annotations
 
+from BTrees.LLBTree import LLTreeSet
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.interfaces import IPGIndex
+from plone.pgcatalog.schema import CATALOGED
+from Products.ZCatalog.query import IndexQuery
 from zope.interface import implementer
 
 
@@ -56,18 +59,42 @@ class IndexView:
         results = self._tool._unrestrictedSearchResults({self.id: value})
         return [brain.getRID() for brain in results]
 
-    def query_index(self, record, resultset=None):
-        keys = getattr(record, "keys", None) or []
-        rids = []
-        for key in keys:
-            rids.extend(self._rids(key))
-        return rids
+    def query_index(self, record, resultset=None) -> LLTreeSet:
+        """The record ids matching an ``IndexQuery`` (within *resultset*)."""
+        query = {"query": record.keys}
+        for option in self.query_options:
+            value = record.get(option)
+            if option != "query" and value is not None:
+                query[option] = value
+        found = LLTreeSet(brain.getRID() for brain in self._tool._unrestrictedSearchResults({self.id: query}))
+        return found if resultset is None else LLTreeSet(rid for rid in found if rid in resultset)
+
+    def _apply_index(self, request, resultset=None):
+        """ZCatalog's index protocol: ``(record ids, (index id,))``, or None
+        when *request* does not query this index.  Record ids are object
+        ids, 64-bit: they come in an ``LLTreeSet``."""
+        record = IndexQuery(request, self.id, self.query_options)
+        if record.keys is None:
+            return None
+        return self.query_index(record, resultset), (self.id,)
 
     def uniqueValues(self, name=None, withLengths=False):
         values = self._tool.uniqueValuesFor(self.id)
         if not withLengths:
             return values
         return tuple((v, len(self._rids(v))) for v in values)
+
+    def numObjects(self) -> int:
+        """How many records have a value in this index."""
+        if self._def.column is not None:
+            where = f"{self._def.column} IS NOT NULL"
+        else:
+            where = f"idx ? {self._def.key}"
+        return self._tool._select("count(*)", f"{CATALOGED} AND {where}", [])[0][0]
+
+    def indexSize(self) -> int:
+        """How many distinct values the index holds."""
+        return len(self._tool.uniqueValuesFor(self.id))
 
 
 class IndexesMapping:

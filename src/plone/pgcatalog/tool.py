@@ -627,17 +627,20 @@ class PGCatalogTool(UniqueObject, Folder):
     def uniqueValuesFor(self, name):
         index = self._index_defs().get(name)
         if index is None:
-            raise CatalogError(f"Unknown index: {name!r}")
+            raise KeyError(name)  # as ZCatalog's getIndex
+        # in code point order, as the keys of ZCatalog's BTrees
         if index.kind == r.KEYWORD:
             expr = index.expression()
             rows = self._select(
-                f"DISTINCT jsonb_array_elements_text({expr})",
+                f'DISTINCT jsonb_array_elements_text({expr}) COLLATE "C"',
                 f"{CATALOGED} AND jsonb_typeof({expr}) = 'array' ORDER BY 1",
                 [],
             )
         elif index.kind in (r.FIELD, r.UUID):
             rows = self._select(
-                f"DISTINCT idx->>{index.key}", f"{CATALOGED} AND idx ? %s ORDER BY 1", [index.name]
+                f'DISTINCT (idx->>{index.key}) COLLATE "C"',
+                f"{CATALOGED} AND idx ? %s ORDER BY 1",
+                [index.name],
             )
         else:
             raise CatalogError(f"uniqueValuesFor is not supported for {index.kind} {name!r}")
