@@ -135,3 +135,53 @@ class APITest(BothSitesTestCase):
         (url, listed), *after = self.assertSame(ask)
         self.assertTrue(url.startswith("https://example.org/"))
         self.assertEqual((listed, *after), (True, False, False))
+
+    def test_metadata_types_and_values(self):
+        """Every metadata column of every record, by type (a tuple stays a
+        tuple, a DateTime a DateTime, a translatable message a message) and,
+        where the two sites cannot differ, by value."""
+        from zope.i18nmessageid import Message
+
+        # times (the sites are built seconds apart), UIDs, sizes of blobs
+        varying = {
+            "UID",
+            "created",
+            "modified",
+            "effective",
+            "CreationDate",
+            "ModificationDate",
+            "EffectiveDate",
+            "Date",
+            "expires",
+            "ExpirationDate",
+            "sync_uid",
+            "image_scales",  # download URLs hash the modification time
+        }
+
+        def records(site, catalog):
+            root = "/".join(site.getPhysicalPath())
+            found = {}
+            for brain in catalog.unrestrictedSearchResults(path=root, sort_on="path"):
+                if brain.getPath() == root:
+                    continue  # the sites' own ids and titles
+                meta = catalog.getMetadataForRID(brain.getRID())
+                found[brain.getPath()[len(root) :]] = {
+                    column: (type(getattr(brain, column)).__name__, type(meta[column]).__name__,
+                             None if column in varying else getattr(brain, column))
+                    for column in catalog.schema()
+                }  # fmt: skip
+            return found
+
+        expected, got = self.each(records)
+        self.assertEqual(sorted(expected), sorted(got))
+        differences = [
+            (path, column, want, got[path][column])
+            for path, columns in expected.items()
+            for column, want in columns.items()
+            if got[path][column] != want
+        ]
+        self.assertEqual(differences, [])
+        kinds = {(column, kind) for columns in expected.values() for column, (kind, _, _) in columns.items()}
+        self.assertIn(("Type", Message.__name__), kinds)
+        self.assertIn(("Subject", "tuple"), kinds)
+        self.assertIn(("modified", "DateTime"), kinds)
