@@ -142,7 +142,7 @@ class APITest(BothSitesTestCase):
         where the two sites cannot differ, by value."""
         from zope.i18nmessageid import Message
 
-        # times (the sites are built seconds apart), UIDs, sizes of blobs
+        # times (the sites are built seconds apart) and generated ids
         varying = {
             "UID",
             "created",
