@@ -185,3 +185,35 @@ class APITest(BothSitesTestCase):
         self.assertIn(("Type", Message.__name__), kinds)
         self.assertIn(("Subject", "tuple"), kinds)
         self.assertIn(("modified", "DateTime"), kinds)
+
+    def test_indexes_follow(self):
+        """An index added, filled, searched and deleted; the catalog's length."""
+
+        def ask(site, catalog):
+            root = "/".join(site.getPhysicalPath())
+            before = len(catalog)
+            catalog.addIndex("my_type", "FieldIndex", extra=Extra(indexed_attrs="portal_type"))
+            transaction.commit()
+            empty = len(catalog.unrestrictedSearchResults(my_type="Folder"))
+            catalog.manage_reindexIndex(ids=["my_type"])
+            transaction.commit()
+            folders = relpaths(site, catalog.unrestrictedSearchResults(my_type="Folder", sort_on="path"))
+            listed = "my_type" in catalog.indexes()
+            catalog.delIndex("my_type")
+            transaction.commit()
+            # a query on an index that is gone: the key is ignored
+            gone = len(catalog.unrestrictedSearchResults(my_type="Folder", path=root))
+            return before, empty, folders, listed, "my_type" in catalog.indexes(), gone
+
+        before, empty, folders, listed, still, gone = self.assertSame(ask)
+        self.assertGreater(before, 40)
+        self.assertEqual((empty, listed, still), (0, True, False))
+        self.assertTrue(folders)
+        self.assertEqual(gone, before)
+
+
+class Extra:
+    """ZCatalog's ``extra`` record for ``addIndex``."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
