@@ -31,6 +31,7 @@ from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.values import array_literal
 from psycopg.rows import tuple_row
 from Testing.makerequest import makerequest
+from ZODB.DB import DB
 from ZODB.POSException import ConflictError
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
@@ -103,7 +104,9 @@ def plan_repair(cur, restored: list[int], entries: dict) -> list[Repair]:
 
 def schedule(txn, repairs: list[Repair]) -> None:
     """Run :func:`repair` once *txn* (the undo) has committed."""
-    db = next((r._db for r in txn._resources if getattr(r, "_db", None) is not None), None)
+    # the database the undo runs on: ZODB's undo resource (and its
+    # connections) joined the transaction with it
+    db = next((r._db for r in txn._resources if isinstance(getattr(r, "_db", None), DB)), None)
     if db is None or not repairs:
         return
     txn.addAfterCommitHook(_after_commit, args=(db, repairs))
