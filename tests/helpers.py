@@ -31,6 +31,13 @@ class CatalogTestCase(unittest.TestCase):
         self.catalog = self.portal.portal_catalog
 
 
+class Extra:
+    """ZCatalog's ``extra`` record for ``addIndex``."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
 class BothSitesTestCase(unittest.TestCase):
     """A test on the pgcatalog site and the stock ZCatalog site (``self.sites``),
     logged in as the site owner."""
@@ -41,6 +48,15 @@ class BothSitesTestCase(unittest.TestCase):
         app = self.layer["app"]
         self.sites = (app["plone"], app["zplone"])
         login(app, SITE_OWNER_NAME)
+
+    def built_sites(self, **kw):
+        """Each site with :func:`build_content`'s tree, made the current site,
+        logged in as the site owner."""
+        for site in self.sites:
+            build_content(site, **kw)
+            setSite(site)
+            login(self.layer["app"], SITE_OWNER_NAME)
+            yield site
 
 
 WORDS = (

@@ -5,11 +5,9 @@ paths they stand for.
 """
 
 from helpers import BothSitesTestCase
-from helpers import build_content
+from helpers import Extra
 from helpers import relpaths
 from plone import api
-from plone.app.testing import login
-from plone.app.testing import SITE_OWNER_NAME
 from zope.component.hooks import setSite
 
 import transaction
@@ -18,10 +16,7 @@ import transaction
 class APITest(BothSitesTestCase):
     def setUp(self):
         super().setUp()
-        for site in self.sites:
-            build_content(site)
-            setSite(site)
-            login(self.layer["app"], SITE_OWNER_NAME)
+        for site in self.built_sites():
             # values whose order differs between code points and a locale
             api.content.create(
                 container=site, type="Document", id="zebra", title="Zebra", subject=("Zebra", "éclair")
@@ -210,10 +205,3 @@ class APITest(BothSitesTestCase):
         self.assertEqual((empty, listed, still), (0, True, False))
         self.assertTrue(folders)
         self.assertEqual(gone, before)
-
-
-class Extra:
-    """ZCatalog's ``extra`` record for ``addIndex``."""
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)

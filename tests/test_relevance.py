@@ -9,6 +9,7 @@ as sets.
 """
 
 from helpers import build_content
+from helpers import Extra
 from helpers import relpaths
 from plone import api
 from plone.app.testing import login
@@ -133,13 +134,6 @@ class RelevanceTest(unittest.TestCase):
         self.compare("in the transaction")
         transaction.commit()
         self.compare("committed")
-
-
-class Extra:
-    """ZCatalog's ``extra`` record for ``addIndex``."""
-
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
 
 
 class TextOfNoneTest(unittest.TestCase):

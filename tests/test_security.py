@@ -9,13 +9,11 @@ pages that have expired.
 """
 
 from helpers import BothSitesTestCase
-from helpers import build_content
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from test_differential import outcome
-from zope.component.hooks import setSite
 
 import transaction
 
@@ -45,10 +43,7 @@ def queries(root: str) -> list[dict]:
 class SecurityTest(BothSitesTestCase):
     def setUp(self):
         super().setUp()
-        for site in self.sites:
-            build_content(site)
-            setSite(site)
-            login(self.layer["app"], SITE_OWNER_NAME)
+        for site in self.built_sites():
             api.group.create(groupname="readers")
             api.group.grant_roles(groupname="readers", obj=site["item-005"], roles=["Reader"])
             site["item-005"].reindexObjectSecurity()

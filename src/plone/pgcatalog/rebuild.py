@@ -14,7 +14,9 @@ from __future__ import annotations
 from Acquisition import aq_base
 from collections.abc import Iterator
 from itertools import batched
+from itertools import chain
 from plone.pgcatalog.connection import fetch
+from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.values import array_literal
 
 import logging
@@ -51,6 +53,20 @@ def descendants(container) -> Iterator:
             yield from descendants(ob)
             if was_ghost:
                 ob._p_deactivate()
+
+
+def catalogable(obj) -> bool:
+    """Content, as ``clearFindAndRebuild`` takes it: what has a
+    ``reindexObject``, the catalog tool itself excepted."""
+    base = aq_base(obj)
+    return callable(getattr(base, "reindexObject", None)) and not IPGCatalogTool.providedBy(base)
+
+
+def catalog_tree(catalog, obj) -> None:
+    """Catalog *obj* and all content below it, each as a full row."""
+    for item in chain((obj,), descendants(obj)):
+        if catalogable(item):
+            catalog.catalog_object(item, "/".join(item.getPhysicalPath()))
 
 
 def cataloged_objects(tool, rows: list[tuple[int, str]]) -> Iterator[tuple[str, object]]:

@@ -41,7 +41,7 @@ from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.rebuild import cataloged_objects
-from plone.pgcatalog.rebuild import descendants
+from plone.pgcatalog.rebuild import catalog_tree
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
@@ -304,22 +304,10 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def clearFindAndRebuild(self):
         """Empty the catalog, then catalog the site root and all content."""
-        portal = aq_parent(aq_inner(self))
-
-        def index(obj):
-            if aq_base(obj) is aq_base(self):
-                return
-            method = getattr(aq_base(obj), "reindexObject", None)
-            if method is None or not callable(method):
-                return
-            # every index and the metadata: a full row (which the commit
-            # writes once, not after clearing it)
-            self.catalog_object(obj, "/".join(obj.getPhysicalPath()))
-
         self.manage_catalogClear()
-        index(portal)
-        for obj in descendants(portal):
-            index(obj)
+        # every index and the metadata: full rows (which the commit writes
+        # once, not after clearing them)
+        catalog_tree(self, aq_parent(aq_inner(self)))
 
     @security.protected(ManageZCatalogEntries)
     def refreshCatalog(self, clear=0, pghandler=None):

@@ -26,7 +26,8 @@ from __future__ import annotations
 from Acquisition import aq_base
 from Acquisition import aq_chain
 from dataclasses import dataclass
-from plone.pgcatalog.rebuild import descendants
+from plone.pgcatalog.rebuild import catalog_tree
+from plone.pgcatalog.rebuild import catalogable
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.values import array_literal
 from psycopg.rows import tuple_row
@@ -180,33 +181,19 @@ def _catalog_of(app, path: str):
     return None
 
 
-def _catalogable(obj) -> bool:
-    """Content, as ``clearFindAndRebuild`` takes it (not the catalog tool itself)."""
-    from plone.pgcatalog.tool import PGCatalogTool
-
-    base = aq_base(obj)
-    return callable(getattr(base, "reindexObject", None)) and not isinstance(base, PGCatalogTool)
-
-
-def _path_of(obj) -> str:
-    return "/".join(obj.getPhysicalPath())
-
-
 def _repair_path(app, item: Repair) -> None:
     catalog = _catalog_of(app, item.path)
     if catalog is None:
         return
     obj = app.unrestrictedTraverse(item.path, None)
-    if obj is None or not _catalogable(obj) or _path_of(obj) != item.path:
+    if obj is None or not catalogable(obj) or "/".join(obj.getPhysicalPath()) != item.path:
         # gone from here (an undone add or move): so is what was below it
         _uncatalog_tree(catalog, item.path)
         return
-    catalog.catalog_object(obj, item.path)
     if item.subtree:
-        for child in descendants(obj):
-            if _catalogable(child):
-                catalog.catalog_object(child, _path_of(child))
+        catalog_tree(catalog, obj)
         return
+    catalog.catalog_object(obj, item.path)
     _reconcile_children(catalog, obj, item.path)
 
 
@@ -214,18 +201,14 @@ def _reconcile_children(catalog, folder, path: str) -> None:
     """Catalog the children the undo brought back, uncatalog those it took away."""
     if not hasattr(aq_base(folder), "objectItems"):
         return
-    present = {f"{path}/{name}": child for name, child in folder.objectItems() if _catalogable(child)}
+    present = {f"{path}/{name}": child for name, child in folder.objectItems() if catalogable(child)}
     cataloged = {
         row_path for (row_path,) in catalog._select("path", f"parent_path = %s AND {CATALOGED}", [path])
     }
     for row_path in cataloged - present.keys():
         _uncatalog_tree(catalog, row_path)
     for child_path in present.keys() - cataloged:
-        child = present[child_path]
-        catalog.catalog_object(child, child_path)
-        for below in descendants(child):
-            if _catalogable(below):
-                catalog.catalog_object(below, _path_of(below))
+        catalog_tree(catalog, present[child_path])
 
 
 def _uncatalog_tree(catalog, path: str) -> None:
