@@ -4,6 +4,7 @@ from helpers import CatalogTestCase
 from helpers import relpaths
 from plone import api
 from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.tool import PGCatalogTool
 from unittest import mock
 
 from zope.interface import alsoProvides
@@ -196,6 +197,32 @@ class WriteTest(CatalogTestCase):
         # Only the (empty) word BTrees of the ZCTextIndex lexicons, created once at install
         self.assertLessEqual(len(catalog_btrees), 3 * len(self.catalog._lexicons()), closure_classes)
         self.assertEqual({o.meta_type for o in self.catalog.objectValues()}, {"ZCTextIndex Lexicon"})
+
+    def test_pages_bring_their_metadata(self):
+        """A batch's metadata comes with its rows, committed or as this
+        transaction left it, whether the page is found by walking the sort
+        index or by the plain plan."""
+        doc = api.content.create(container=self.portal, type="Document", id="paged", title="Committed title")
+        transaction.commit()
+        page = {"sort_on": "sortable_title", "b_start": 0, "b_size": 5}
+        separately = mock.patch.object(PGCatalogTool, "_load_metadata", side_effect=AssertionError)
+        with separately:
+            self.assertEqual(self.catalog(UID=doc.UID(), **page)[0].Title, "Committed title")
+            doc.title = "Metadata kept"
+            self.catalog.catalog_object(doc, idxs=["Title"], update_metadata=0)
+            self.assertEqual(self.catalog(Title="kept", **page)[0].Title, "Committed title")
+            doc.title = "Pending title"
+            doc.reindexObject()
+            self.assertEqual(self.catalog(Title="pending", **page)[0].Title, "Pending title")
+            ranked = self.catalog(SearchableText="pending", b_start=0, b_size=5)  # by relevance
+            self.assertEqual([b.Title for b in ranked], ["Pending title"])
+            new = api.content.create(container=self.portal, type="Document", id="new", title="New title")
+            self.assertEqual(self.catalog(UID=new.UID(), **page)[0].Title, "New title")
+            latest = self.catalog(
+                portal_type="Document", sort_on="modified", sort_order="descending", sort_limit=2
+            )
+            self.assertEqual([b.Title for b in latest], ["New title", "Pending title"])
+        transaction.abort()
 
     def test_reads_see_pending_changes(self):
         """Before the commit, every read path sees the transaction's changes."""

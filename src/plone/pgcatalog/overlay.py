@@ -34,7 +34,7 @@ _TABLE = f"WITH {CATALOG_ROWS} AS NOT MATERIALIZED (SELECT * FROM object_state)"
 
 _OVERLAY = """WITH {name} AS NOT MATERIALIZED (
 SELECT o.zoid, o.path, o.parent_path, o.path_depth, {committed_idx} AS idx, {committed_counts} AS word_counts,
-       {committed_own}
+       o.meta, {committed_own}
   FROM object_state o
  WHERE o.idx IS NOT NULL AND %s AND NOT (o.zoid = ANY(%s::bigint[])) AND NOT (o.path = ANY(%s::text[]))
 UNION ALL
@@ -43,7 +43,7 @@ SELECT p.zoid, p.path, p.parent_path, p.path_depth,
        CASE WHEN p.partial
             THEN NULLIF(jsonb_strip_nulls(COALESCE({committed_counts}, '{{}}'::jsonb) || p.word_counts), '{{}}')
             ELSE p.word_counts END,
-       {pending_own}
+       o.meta, {pending_own}
   FROM jsonb_to_recordset(%s::jsonb) AS p(
        zoid bigint, path text, parent_path text, path_depth integer, idx jsonb, word_counts jsonb,
        partial boolean,

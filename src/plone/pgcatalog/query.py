@@ -506,9 +506,10 @@ def walk_rows(needed: int) -> int:
     return 10 * needed + 200
 
 
-def top_sql(stmt: Statement, needed: int, offset: int) -> tuple[str, list]:
-    """``SELECT zoid, path`` of rows ``offset`` to ``needed`` of a search
-    sorted on one key, in one statement (over :data:`ROWS`).
+def top_sql(stmt: Statement, needed: int, offset: int, metadata: bool = False) -> tuple[str, list]:
+    """``SELECT zoid, path`` (and ``meta`` with *metadata*) of rows
+    ``offset`` to ``needed`` of a search sorted on one key, in one
+    statement (over :data:`ROWS`).
 
     The planner takes the clauses of a catalog query as independent, but
     all of them hold only on catalog rows (a few percent of
@@ -522,15 +523,16 @@ def top_sql(stmt: Statement, needed: int, offset: int) -> tuple[str, list]:
     key, direction = stmt.walk_key
     order = f"{key} {direction}, zoid {direction}"
     where = stmt.where_sql()
+    row = "zoid, path, meta" if metadata else "zoid, path"
     sql = f"""WITH hits AS (
-  SELECT zoid, path, k FROM (
-    SELECT zoid, path, {key} AS k, ({where}) AS ok FROM {ROWS}
+  SELECT {row}, k FROM (
+    SELECT {row}, {key} AS k, ({where}) AS ok FROM {ROWS}
      WHERE {key} IS NOT NULL ORDER BY {order} LIMIT %s) AS walk
    WHERE ok LIMIT %s)
-SELECT zoid, path FROM (
-  SELECT zoid, path, k FROM hits WHERE (SELECT count(*) FROM hits) = %s
+SELECT {row} FROM (
+  SELECT {row}, k FROM hits WHERE (SELECT count(*) FROM hits) = %s
   UNION ALL
-  (SELECT zoid, path, {key} FROM {ROWS}
+  (SELECT {row}, {key} FROM {ROWS}
     WHERE {where} AND (SELECT count(*) FROM hits) < %s ORDER BY {order} LIMIT %s)
 ) AS top ORDER BY k {direction}, zoid {direction} OFFSET %s"""
     params = [*stmt.params, walk_rows(needed), needed, needed, *stmt.params, needed, needed, offset]

@@ -5,7 +5,8 @@ and of a large unbatched result only its first rows: ``len()`` is one
 number, and the rest is selected when somebody walks that far.  Metadata is
 loaded when a brain's metadata is first touched, in one query for a window
 of brains starting at that one: what a listing is about to show, never the
-whole result.
+whole result.  A small batch is a page about to be shown: its metadata
+comes with its rows.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ MIN_WINDOW = 20  # metadata rows loaded at once, growing up to MAX_WINDOW
 MAX_WINDOW = 1000
 MIN_ROWS = 100  # identifiers selected at once, growing up to MAX_ROWS
 MAX_ROWS = 10000
+MAX_PAGE = 50  # a batch of up to this many rows is selected with its metadata
 
 
 @implementer(IFiniteSequence)
@@ -48,10 +50,20 @@ class CatalogResults(Lazy):
     """
 
     def __init__(
-        self, rows, columns, load_metadata, wrap, *, length=None, total=None, count=None, load_rows=None
+        self,
+        rows,
+        columns,
+        load_metadata,
+        wrap,
+        *,
+        length=None,
+        total=None,
+        count=None,
+        load_rows=None,
+        metadata=None,
     ):
         self._rows = dict(enumerate(rows))  # position -> (zoid, path[, score, normalized score])
-        self._meta = {}  # position -> metadata (JSON text until first read)
+        self._meta = dict(metadata or {})  # position -> metadata (JSON text until first read)
         self._length = length  # None: the number of matches
         self._total = total  # None: not counted yet
         self._count = count  # callable() -> number of matches

@@ -43,6 +43,7 @@ from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.rebuild import cataloged_objects
 from plone.pgcatalog.rebuild import catalog_tree
 from plone.pgcatalog.results import CatalogResults
+from plone.pgcatalog.results import MAX_PAGE
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
@@ -391,20 +392,21 @@ class PGCatalogTool(UniqueObject, Folder):
 
         if b_size is None:
             return self._all_matches(select)
-        load_rows = partial(self._rows, select)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
             offset = b_start
             size = max(0, min(b_start + b_size, limit) - b_start)
+            # a page is about to be shown: its metadata comes with its rows
+            metadata = 0 < size <= MAX_PAGE
             if size and not stmt.scored and stmt.walks(offset + size):
-                rows = self._read(*top_sql(stmt, offset + size, offset), generic=True)
+                rows = self._read(*top_sql(stmt, offset + size, offset, metadata), generic=True)
             else:
-                rows = load_rows(offset, size) if size else []
+                rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
             # a short batch ends the result: the count is known
             total = offset + len(rows) if 0 < len(rows) < size or (offset == 0 and len(rows) < size) else None
-            return self._results(rows, length=len(rows), total=total, count=count)
+            return self._results(rows, length=len(rows), total=total, count=count, metadata=metadata)
         # Python slice semantics (negative starts) on the first `limit` rows
-        first = load_rows(0, limit) if limit > 0 else select("", [])
+        first = self._rows(select, 0, limit) if limit > 0 else select("", [])
         rows = first[slice(b_start, b_start + b_size)]
         total = len(first) if limit <= 0 or len(first) < limit else None
         return self._results(rows, length=len(rows), total=total, count=count)
@@ -412,8 +414,10 @@ class PGCatalogTool(UniqueObject, Folder):
     def _ordered_select(self, ordered: str, ordered_params: list):
         """*select* (see :meth:`_rows`) over ``WHERE ordered``."""
 
-        def select(tail: str, params: list, counted: bool = False) -> list[tuple]:
-            columns = "zoid, path, count(*) OVER ()" if counted else "zoid, path"
+        def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
+            columns = (
+                "zoid, path" + (", count(*) OVER ()" if counted else "") + (", meta" if metadata else "")
+            )
             return self._select(columns, f"{ordered} {tail}", [*ordered_params, *params])
 
         return select
@@ -425,23 +429,31 @@ class PGCatalogTool(UniqueObject, Folder):
         head, head_params = ranked_sql(stmt.scored, where, stmt.params, get_pending())
         a, b = stmt.scale
 
-        def select(tail: str, params: list, counted: bool = False) -> list[tuple]:
+        def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
             columns = "zoid, path, score, max(score) OVER ()" + (", count(*) OVER ()" if counted else "")
-            sql = f"{head}\nSELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+            sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+            if metadata:  # of the selected rows only, stored (see _results)
+                sql = (
+                    f"SELECT s.*, o.meta FROM ({sql}) AS s LEFT JOIN object_state o ON o.zoid = s.zoid"
+                    " ORDER BY s.score DESC, s.zoid DESC"
+                )
             return [
-                (zoid, path, a * score + b, int(100.0 * (a * score + b) / (a * best + b)), *count)
+                (zoid, path, a * score + b, int(100.0 * (a * score + b) / (a * best + b)), *rest)
                 # planning this statement costs as much as running it (the text
                 # index is read in several places), and every match is scored
                 # whatever the words: the generic plan serves
-                for zoid, path, score, best, *count in self._read(sql, [*head_params, *params], generic=True)
+                for zoid, path, score, best, *rest in self._read(
+                    f"{head}\n{sql}", [*head_params, *params], generic=True
+                )
             ]
 
         return select
 
     def _rows(self, select, offset: int, limit: int) -> list[tuple]:
         """Rows ``offset`` to ``offset + limit`` of a search: *select(tail,
-        params, counted=False)* selects its rows in order, ``tail`` (LIMIT,
-        OFFSET) appended, with the number of matches last when *counted*."""
+        params, counted=False, metadata=False)* selects its rows in order,
+        ``tail`` (LIMIT, OFFSET) appended, then the number of matches when
+        *counted*, then the stored metadata when *metadata*."""
         return select("LIMIT %s OFFSET %s", [limit, offset])
 
     def _all_matches(self, select) -> CatalogResults:
@@ -458,13 +470,21 @@ class PGCatalogTool(UniqueObject, Folder):
             [row[:-1] for row in rows], length=total, total=total, load_rows=partial(self._rows, select)
         )
 
-    def _results(self, rows, **kw):
+    def _results(self, rows, *, metadata: bool = False, **kw):
+        """Results over *rows*; with *metadata* each row ends with its
+        stored metadata (this transaction's pending metadata wins, as in
+        :meth:`_load_metadata`)."""
         tool = self
 
         def wrap(brain):
             return brain.__of__(tool)
 
-        return CatalogResults(rows, self._pgc_columns, self._load_metadata, wrap, **kw)
+        loaded = None
+        if metadata:
+            pending = pending_metadata(get_pending(), [row[0] for row in rows])
+            loaded = {position: pending.get(row[0], row[-1]) or {} for position, row in enumerate(rows)}
+            rows = [row[:-1] for row in rows]
+        return CatalogResults(rows, self._pgc_columns, self._load_metadata, wrap, metadata=loaded, **kw)
 
     def _listAllowedRolesAndUsers(self, user) -> list[str]:
         result = user.getRoles()
