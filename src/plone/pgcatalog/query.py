@@ -491,7 +491,8 @@ def add_sort(stmt: Statement, spec) -> None:
     for index, descending in spec:
         expr = index.expression()
         direction = "DESC" if descending else "ASC"
-        stmt.where.append(f"{expr} IS NOT NULL")
+        # a folder's or a UID's few rows need no bitmap of the whole sort index
+        stmt.where.append(_filter(f"{expr} IS NOT NULL", stmt))
         stmt.strict = True
         stmt.order.append(f"{expr} {direction}")
         stmt.tiebreak = f"zoid {direction}"
