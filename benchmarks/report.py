@@ -11,8 +11,10 @@ from targets import query_checks
 from targets import query_median
 from targets import ratio
 from targets import sizes
+from targets import stored_objects
 from targets import VARIANTS
 from targets import write_checks
+from targets import zodb_checks
 from workload import scenarios
 
 import plots
@@ -102,6 +104,10 @@ def targets_section(results: dict) -> list[str]:
     if growth:
         rows = [[c.name, times(c.ratio), c.goal_text, c.status] for c in growth]
         lines += ["", *table(["Growth of selective scenarios", "Measured", "Goal", "Status"], rows)]
+    stored = zodb_checks(results)
+    if stored:
+        rows = [[c.name, times(c.ratio), c.goal_text, c.status] for c in stored]
+        lines += ["", *table(["No catalog data in ZODB", "Measured", "Goal", "Status"], rows)]
     notes = sorted({c.note for c in checks if c.note})
     if notes:
         lines += ["", "Note: " + "; ".join(notes) + " — this run's sizes differ from the targets'."]
@@ -143,6 +149,33 @@ def writes_section(results: dict) -> list[str]:
         *table(["", *(LABELS[b] for b in backends)], rows),
         "",
         "![Writes](benchmarks/writes.png)",
+        "",
+    ]
+
+
+def zodb_section(results: dict) -> list[str]:
+    """The catalog's persistent objects per backend and size."""
+    backends = [b for b in WRITE_BACKENDS if b in results["backends"]]
+    rows = []
+    for size in sizes(results):
+        row = [f"{size:,}"]
+        for backend in backends:
+            found = stored_objects(results, backend, size)
+            row.append("–" if not found else f"{found['stored']:,} ({found['cached']:,})")
+        rows.append(row)
+    if all(cell == "–" for row in rows for cell in row[1:]):
+        return []
+    last = stored_objects(results, "pgcatalog", sizes(results)[-1]) or {"by_class": {}}
+    kept = ", ".join(f"{count} `{name.rsplit('.', 1)[-1]}`" for name, count in last["by_class"].items())
+    return [
+        "## Catalog objects in ZODB",
+        "",
+        "Persistent objects reachable from `portal_catalog` (the tool included), as stored",
+        "after the queries at each size; in brackets, how many of them are in the ZODB cache",
+        "then. pgcatalog keeps " + (kept or "nothing") + ": the tool and the",
+        "ZCTextIndex lexicons it keeps, empty, for their word pipelines.",
+        "",
+        *table(["Documents", *(LABELS[b] for b in backends)], rows),
         "",
     ]
 
@@ -222,7 +255,9 @@ def method_section(results: dict) -> list[str]:
 
 
 def render(results: dict, plot_names: list[str]) -> str:
-    lines = header_section(results) + targets_section(results) + writes_section(results)
+    lines = (
+        header_section(results) + targets_section(results) + writes_section(results) + zodb_section(results)
+    )
     for size in sizes(results):
         lines += queries_section(results, size)
     if "growth.png" in plot_names:

@@ -159,5 +159,22 @@ def growth_checks(results: dict) -> list[Check]:
     return checks
 
 
+def stored_objects(results: dict, backend: str, size: int) -> dict | None:
+    """The catalog's objects in ZODB at *size* (see ``closure.py``)."""
+    return results["backends"].get(backend, {}).get("sizes", {}).get(str(size), {}).get("catalog_objects")
+
+
+def zodb_checks(results: dict) -> list[Check]:
+    """No catalog data in ZODB: what pgcatalog keeps there (its tool and
+    empty lexicons) does not grow with the site."""
+    measured = sizes(results)
+    small, large = (stored_objects(results, "pgcatalog", n) for n in (measured[0], measured[-1]))
+    if not small or not large or measured[0] == measured[-1]:
+        return []
+    growth = ratio(large["stored"], small["stored"])
+    name = f"catalog objects in ZODB, {measured[0]:,} → {measured[-1]:,} docs"
+    return [Check(name, growth, 1.0, at_most=True)]
+
+
 def all_checks(results: dict) -> list[Check]:
-    return write_checks(results) + query_checks(results) + growth_checks(results)
+    return write_checks(results) + query_checks(results) + growth_checks(results) + zodb_checks(results)

@@ -9,6 +9,7 @@ and ``out`` (where to write the results).  ``run.py`` starts it.
 
 from __future__ import annotations
 
+from closure import catalog_objects
 from floor import capture_sql
 from floor import explain
 from floor import time_statements
@@ -238,6 +239,7 @@ class Worker:
             self.analyze()
             log(f"{self.backend}: queries at {size} docs")
             entry["queries"] = self.query_phase()
+            entry["catalog_objects"] = catalog_objects(self.catalog, (self.site, self.app))
             if self.backend == "pgcatalog":
                 entry["floor"] = self.floor_phase(size)
                 if config.get("profile"):
