@@ -3,8 +3,8 @@ the catalog tool, as stored, and how many of them sit in the ZODB cache.
 
 ZCatalog keeps its indexes, metadata records and lexicons there as BTrees,
 which grow with the site and compete for the object cache; plone.pgcatalog
-should keep nothing that grows (its tool, and empty lexicons kept for
-their word pipelines).
+should keep nothing but its tool (its lexicons' word pipelines are part of
+the tool's record).
 """
 
 from __future__ import annotations

@@ -106,8 +106,9 @@ def targets_section(results: dict) -> list[str]:
         lines += ["", *table(["Growth of selective scenarios", "Measured", "Goal", "Status"], rows)]
     stored = zodb_checks(results)
     if stored:
-        rows = [[c.name, times(c.ratio), c.goal_text, c.status] for c in stored]
-        lines += ["", *table(["No catalog data in ZODB", "Measured", "Goal", "Status"], rows)]
+        rows = [[c.name, c.measured_text, c.goal_text, c.status] for c in stored]
+        header = f"No catalog data in ZODB (pgcatalog, largest of {len(sizes(results))} sizes)"
+        lines += ["", *table([header, "Measured", "Goal", "Status"], rows)]
     notes = sorted({c.note for c in checks if c.note})
     if notes:
         lines += ["", "Note: " + "; ".join(notes) + " — this run's sizes differ from the targets'."]
@@ -172,8 +173,8 @@ def zodb_section(results: dict) -> list[str]:
         "",
         "Persistent objects reachable from `portal_catalog` (the tool included), as stored",
         "after the queries at each size; in brackets, how many of them are in the ZODB cache",
-        "then. pgcatalog keeps " + (kept or "nothing") + ": the tool and the",
-        "ZCTextIndex lexicons it keeps, empty, for their word pipelines.",
+        "then. pgcatalog keeps " + (kept or "nothing") + " (its ZCTextIndex lexicons' word",
+        "pipelines are part of the tool's own record).",
         "",
         *table(["Documents", *(LABELS[b] for b in backends)], rows),
         "",
@@ -274,6 +275,6 @@ def write(results: dict, docs: Path) -> None:
 
 def targets_text(results: dict) -> str:
     """A plain summary of the targets, for the terminal."""
-    lines = [f"{c.status:4}  {c.name}: {times(c.ratio)} (goal {c.goal_text}){' — ' + c.note if c.note else ''}"
+    lines = [f"{c.status:4}  {c.name}: {c.measured_text} (goal {c.goal_text}){' — ' + c.note if c.note else ''}"
              for c in all_checks(results)]  # fmt: skip
     return "\n".join(lines)

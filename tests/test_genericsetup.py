@@ -38,8 +38,37 @@ RECONFIGURED = """<?xml version="1.0"?>
 </object>
 """
 
+# a lexicon of the add-on's own, without case folding, and an index on it
+LEXICON = """<?xml version="1.0"?>
+<object name="portal_catalog">
+ <object name="addon_lexicon" meta_type="ZCTextIndex Lexicon">
+  <element name="Whitespace splitter" group="Word Splitter"/>
+ </object>
+ <index name="addon_title" meta_type="ZCTextIndex">
+  <indexed_attr value="Title"/>
+  <extra name="index_type" value="Okapi BM25 Rank"/>
+  <extra name="lexicon_id" value="addon_lexicon"/>
+ </index>
+</object>
+"""
+
+# the lexicon reconfigured: now it folds case
+LEXICON_FOLDING = LEXICON.replace(
+    '"Word Splitter"/>', '"Word Splitter"/>\n  <element name="Case Normalizer" group="Case Normalizer"/>'
+)
+
 # and once more, on review_state: searched in the importing transaction
 ON_REVIEW_STATE = RECONFIGURED.replace("portal_type", "review_state")
+
+
+def stored_pipeline(site) -> list[str]:
+    """The add-on lexicon's pipeline as committed, read on a new connection."""
+    conn = site._p_jar.db().open()
+    try:
+        lexicon = conn.root()["Application"][site.getId()].portal_catalog.addon_lexicon
+        return lexicon.getPipelineNames()
+    finally:
+        conn.close()
 
 
 def import_catalog_xml(site, xml: str) -> None:
@@ -114,6 +143,41 @@ class CatalogXMLTest(BothSitesTestCase):
         transaction.commit()
         self.assert_same(False, addon_subjects="Folder")
         self.assert_same(True, addon_subjects="published")
+
+    def test_addon_lexicon(self):
+        """An add-on's lexicon splits and folds words as ZCatalog's does,
+        before and after it is reconfigured, and is kept within the tool."""
+        self.each(lambda site: import_catalog_xml(site, LEXICON))
+        self.each(lambda site: site.portal_catalog.manage_reindexIndex(ids=["addon_title"]))
+        # titles are "Alpha beta 003": without case folding "Alpha" is only a first word
+        title = self.sites[1].portal_catalog.unrestrictedSearchResults(id="item-000")[0].Title
+        word = title.split()[0]
+        self.assertTrue(word[0].isupper(), title)
+        self.assert_same(True, addon_title=word)
+        capitalised, lower = self.found(addon_title=word), self.found(addon_title=word.lower())
+        self.assertEqual(lower[0], lower[1])
+        self.assertNotEqual(capitalised[1], lower[1])
+        self.assert_same(True, addon_title=word[:3] + "*")
+        self.assertEqual(stored_pipeline(self.sites[0]), ["Splitter"])
+
+        self.each(lambda site: import_catalog_xml(site, LEXICON_FOLDING))
+        self.assertEqual(stored_pipeline(self.sites[0]), ["Splitter", "CaseNormalizer"])
+        self.each(lambda site: site.portal_catalog.manage_reindexIndex(ids=["addon_title"]))
+        self.assert_same(True, addon_title=word)
+        self.assertEqual(self.found(addon_title=word)[1], self.found(addon_title=word.lower())[1])
+
+        pg = self.sites[0].portal_catalog
+        self.assertEqual(
+            {o.getId() for o in pg.objectValues()},
+            {"plone_lexicon", "plaintext_lexicon", "htmltext_lexicon", "addon_lexicon"},
+        )
+        self.assertTrue(all(getattr(o, "_p_oid", None) is None for o in pg.objectValues()))
+        pg_body, z_body = (
+            getMultiAdapter((site.portal_catalog.addon_lexicon, DummySetupEnviron()), INode).node.toxml()
+            for site in self.sites
+        )
+        self.assertEqual(pg_body, z_body)
+        self.assertIn('name="Case Normalizer"', pg_body)
 
     def test_export_names_the_settings(self):
         self.each(lambda site: import_catalog_xml(site, ADDON))

@@ -17,7 +17,9 @@ from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
+from OFS.ObjectManager import ObjectManager
 from Products.CMFCore.interfaces import ICatalogTool
+from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from plone.event.interfaces import IEvent
 from plone.indexer import indexer
 from zope.component import getGlobalSiteManager
@@ -139,9 +141,41 @@ class InstallOnExistingSiteTest(unittest.TestCase):
                 "SELECT class_mod, class_name, count(*) FROM object_state "
                 "WHERE class_mod LIKE 'Products.ZCatalog.%%' OR class_mod LIKE 'Products.PluginIndexes.%%' "
                 "OR class_mod LIKE 'Products.ExtendedPathIndex.%%' OR class_mod LIKE 'Products.DateRecurringIndex.%%' "
-                "OR class_mod = 'Products.CMFPlone.CatalogTool' GROUP BY 1, 2"
+                "OR class_mod LIKE 'Products.ZCTextIndex.%%' OR class_mod = 'Products.CMFPlone.CatalogTool' "
+                "GROUP BY 1, 2"
             ).fetchall()
         self.assertEqual(left, [])
+
+    def test_installing_again_keeps_older_lexicons_within_the_tool(self):
+        """A release that kept PLexicon objects in the tool: installing
+        again keeps their pipelines in the tool's record, and text
+        searches answer as before."""
+        self.install()
+        tool = self.site.portal_catalog
+        for lexicon in list(tool.objectValues()):
+            old = PLexicon(lexicon.getId(), lexicon.title, *lexicon._pipeline)
+            tool._delObject(lexicon.getId(), suppress_events=True)
+            ObjectManager._setOb(tool, old.getId(), old)  # bypasses the tool's conversion
+            tool._objects += ({"id": old.getId(), "meta_type": old.meta_type},)
+        transaction.commit()
+        self.assertEqual(len(stored_lexicons(self.site)), 3)
+        queries = ({"SearchableText": "alpha"}, {"SearchableText": "Ümlaut OR ri*"}, {"Title": "stone"})
+        before = [relpaths(self.site, tool.unrestrictedSearchResults(sort_on="id", **q)) for q in queries]
+        self.assertTrue(all(before), before)
+        self.install()
+        self.assertEqual(stored_lexicons(self.site), [])
+        tool = self.site.portal_catalog
+        self.assertEqual(set(tool.objectIds()), {"plone_lexicon", "plaintext_lexicon", "htmltext_lexicon"})
+        after = [relpaths(self.site, tool.unrestrictedSearchResults(sort_on="id", **q)) for q in queries]
+        self.assertEqual(after, before)
+
+
+def stored_lexicons(site) -> list[int]:
+    """zoids of the PLexicon objects the storage holds, after a pack."""
+    site._p_jar.db().pack()
+    with psycopg.connect(storage_dsn(site)) as conn:
+        rows = conn.execute("SELECT zoid FROM object_state WHERE class_name = 'PLexicon'").fetchall()
+    return [zoid for (zoid,) in rows]
 
 
 class ToolsetReimportTest(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""GenericSetup: ``catalog.xml`` index settings on the catalog's indexes.
+"""GenericSetup: ``catalog.xml`` settings on the catalog's indexes and lexicons.
 
 GenericSetup's catalog importer adds a missing index with ``addIndex`` and
 then hands the ``<index>`` node to the index object's own node adapter:
@@ -7,15 +7,20 @@ then hands the ``<index>`` node to the index object's own node adapter:
 for a DateIndex.  This adapter reads the same node for the catalog's index
 views and updates the index definition; as ZCatalog clears an index whose
 settings changed, the index's values are dropped until it is reindexed.
+
+A ``ZCTextIndex Lexicon`` ``<object>`` lists its pipeline as ``<element
+group=... name=...>`` children, as ZCatalog's lexicons do.
 """
 
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.interfaces import IPGIndex
+from plone.pgcatalog.lexicon import Lexicon
 from Products.GenericSetup.interfaces import INode
 from Products.GenericSetup.interfaces import ISetupEnviron
 from Products.GenericSetup.utils import NodeAdapterBase
+from Products.ZCTextIndex.PipelineFactory import element_factory
 from zope.component import adapter
 from zope.interface import implementer
 
@@ -71,3 +76,38 @@ class IndexNodeAdapter(NodeAdapterBase):
         self.context._tool._reconfigure_index(r.IndexDef(index.name, index.kind, attrs, options))
 
     node = property(_exportNode, _importNode)
+
+
+@adapter(Lexicon, ISetupEnviron)
+@implementer(INode)
+class LexiconNodeAdapter(NodeAdapterBase):
+    """Node im- and exporter for the catalog's lexicons."""
+
+    def _exportNode(self):
+        node = self._getObjectNode("object")
+        for element in self.context._pipeline:
+            group, name = _element_key(element)
+            child = self._doc.createElement("element")
+            child.setAttribute("group", group)
+            child.setAttribute("name", name)
+            node.appendChild(child)
+        return node
+
+    def _importNode(self, node):
+        pipeline = tuple(
+            element_factory.instantiate(child.getAttribute("group"), child.getAttribute("name"))
+            for child in node.childNodes
+            if child.nodeName == "element"
+        )
+        if [type(e) for e in pipeline] != [type(e) for e in self.context._pipeline]:
+            self.context.set_pipeline(pipeline)
+
+    node = property(_exportNode, _importNode)
+
+
+def _element_key(element) -> tuple[str, str]:
+    for group in element_factory.getFactoryGroups():
+        for name in element_factory.getFactoryNames(group):
+            if type(element) is element_factory._groups[group][name]:
+                return group, name
+    raise ValueError(f"Pipeline element {element!r} is not registered with ZCTextIndex")

@@ -1,8 +1,8 @@
 """GenericSetup install: swap ZCatalog for the PostgreSQL tool.
 
 Every index and metadata definition of the old catalog is carried over
-(add-on indexes included), the ZCTextIndex lexicons are recreated empty
-with the same pipelines, the schema is built and the existing content is
+(add-on indexes included), the ZCTextIndex lexicons' pipelines are kept
+without their vocabularies, the schema is built and the existing content is
 cataloged again, all in the install transaction.
 """
 
@@ -11,14 +11,14 @@ from __future__ import annotations
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import storage_instance
+from plone.pgcatalog.lexicon import Lexicon
+from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.tool import ensure_processor
-from plone.pgcatalog.tool import LEXICON_META_TYPE
 from plone.pgcatalog.tool import PGCatalogTool
 from plone.pgcatalog.toolset import register_required_tool
 from Products.CMFCore.interfaces import ICatalogTool
-from Products.ZCTextIndex.PipelineFactory import element_factory
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from zope.component import getSiteManager
 
@@ -32,17 +32,22 @@ class InstallError(RuntimeError):
     """The site cannot run plone.pgcatalog as it is."""
 
 
-def _copy_lexicon(lexicon):
-    """A fresh lexicon with the same pipeline and no vocabulary BTrees of
-    the old catalog."""
-    elements = list(lexicon._pipeline)
-    return PLexicon(lexicon.getId(), lexicon.title, *elements)
+def upgrade_lexicons(tool: PGCatalogTool) -> int:
+    """Replace the ``PLexicon`` objects an older release kept in the tool
+    by lexicons stored within it; returns how many were replaced."""
+    old = [obj for obj in tool.objectValues() if isinstance(aq_base(obj), PLexicon)]
+    for lexicon in old:
+        tool._delObject(lexicon.getId(), suppress_events=True)
+        tool._setObject(lexicon.getId(), Lexicon.like(lexicon), suppress_events=True)
+    return len(old)
 
 
 def replace_catalog(site) -> PGCatalogTool:
     """Install the PostgreSQL catalog in *site* and catalog its content."""
     old = getattr(aq_base(site), "portal_catalog", None)
     if isinstance(old, PGCatalogTool):
+        if upgrade_lexicons(site.portal_catalog):
+            logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
         return site.portal_catalog
     instance = storage_instance(site)
     if instance is None:
@@ -67,7 +72,7 @@ def replace_catalog(site) -> PGCatalogTool:
             ", ".join(unknown),
         )
     lexicons = [
-        _copy_lexicon(obj)
+        Lexicon.like(obj)
         for obj in old.objectValues()
         if getattr(obj, "meta_type", None) == LEXICON_META_TYPE
     ]
@@ -99,4 +104,4 @@ def import_catalog(context) -> None:
     replace_catalog(context.getSite())
 
 
-__all__ = ["replace_catalog", "import_catalog", "element_factory"]
+__all__ = ["replace_catalog", "import_catalog", "upgrade_lexicons"]

@@ -28,6 +28,8 @@ from plone.pgcatalog.extraction import extract
 from plone.pgcatalog.indexes import CatalogInternals
 from plone.pgcatalog.indexes import index_entry
 from plone.pgcatalog.indexes import IndexesMapping
+from plone.pgcatalog.lexicon import Lexicon
+from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
 from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
@@ -63,6 +65,7 @@ from Products.CMFCore.utils import UniqueObject
 from Products.CMFCore.indexing import filterTemporaryItems
 from Products.ZCatalog.interfaces import IZCatalog
 from Products.ZCatalog.ZCatalog import CatalogError
+from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from zope.component import queryMultiAdapter
 from zope.component.hooks import getSite
 from zope.interface import implementer
@@ -72,8 +75,6 @@ import logging
 
 
 logger = logging.getLogger("plone.pgcatalog")
-
-LEXICON_META_TYPE = "ZCTextIndex Lexicon"
 
 
 def ensure_processor(instance) -> None:
@@ -118,26 +119,24 @@ class PGCatalogTool(UniqueObject, Folder):
     def schema(self) -> list[str]:
         return list(self._pgc_columns)
 
-    def _lexicons(self) -> dict:
+    def _lexicons(self) -> dict[str, Lexicon]:
+        """The ZCTextIndex lexicons by id (a ``PLexicon`` left by an older
+        release read as ours)."""
         return {
-            obj.getId(): obj
+            obj.getId(): obj if isinstance(obj, Lexicon) else Lexicon.like(obj)
             for obj in self.objectValues()
             if getattr(obj, "meta_type", None) == LEXICON_META_TYPE
         }
 
     def _pipelines(self) -> dict:
-        def pipeline_of(lexicon):
-            elements = tuple(lexicon._pipeline)
+        return {name: lexicon.process for name, lexicon in self._lexicons().items()}
 
-            def run(texts: list[str]) -> list[str]:
-                words = texts
-                for element in elements:
-                    words = element.process(words)
-                return words
-
-            return run
-
-        return {name: pipeline_of(lex) for name, lex in self._lexicons().items()}
+    def _setOb(self, id, object):
+        # GenericSetup adds a lexicon named in catalog.xml as a PLexicon:
+        # keep its pipeline, not its vocabulary BTrees
+        if isinstance(object, PLexicon):
+            object = Lexicon.like(object)
+        super()._setOb(id, object)
 
     @security.protected(ManageZCatalogEntries)
     def addIndex(self, name, type, extra=None):
