@@ -123,6 +123,11 @@ def queries(site):
         },
         {"sort_on": "getObjPositionInParent", "b_start": 0, "b_size": 4, "path": {"query": root, "depth": 1}},
         {"sort_on": "path", "sort_limit": 6, "portal_type": "Folder"},
+        # pages of one type by date walk the type-led index
+        {"portal_type": "Event", "sort_on": "start", "b_start": 0, "b_size": 3},
+        {"portal_type": "Event", "sort_on": "start", "sort_order": "reverse", "b_start": 2, "b_size": 2},
+        {"portal_type": ["Event"], "sort_on": "end", "sort_order": "reverse", "sort_limit": 2},
+        {"portal_type": "Event", "review_state": "published", "sort_on": "start", "b_size": 2},
         {"sort_on": "sortable_title", "b_start": 0, "b_size": 3, "UID": uids},
         {"SearchableText": "river", "sort_on": "sortable_title"},
         {"SearchableText": "riv*", "sort_on": "sortable_title"},

@@ -14,7 +14,10 @@ from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import sort_spec
+from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.relevance import ranked_sql
+
+from psycopg import sql as pgsql
 
 import json
 import psycopg
@@ -166,3 +169,29 @@ class ExplainTest(CatalogTestCase):
             {"portal_type": "Document", "sort_on": "created", "sort_order": "reverse", "sort_limit": 20},
             "pgcatalog_created_",
         )
+
+    def test_page_of_one_type_walks_that_type(self):
+        # a page of the rare type by date, in the generic plan pages run
+        # with: the walk reads that type's entries of the type-led B-tree,
+        # not 400 entries of every type's dates before falling back
+        query = {"portal_type": "Rare", "sort_on": "created", "sort_order": "reverse", "b_size": 20}
+        stmt = build(query, self.defs, {}, self.catalog.getPhysicalPath())
+        add_sort(stmt, sort_spec(query, self.defs))
+        self.assertTrue(stmt.walks(20))
+        sql, params = top_sql(stmt, 20, 0)
+        sql, head = catalog_sql(sql, None)
+        pieces = sql.split("%s")
+        numbered = "".join(f"{piece}${n}" for n, piece in enumerate(pieces[:-1], 1)) + pieces[-1]
+        self.conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        self.conn.execute(f"PREPARE typed_page AS {numbered}")
+        values = pgsql.SQL(", ").join(pgsql.Literal(p) for p in [*head, *params]).as_string(self.conn)
+        (plan,) = self.conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE typed_page({values})").fetchone()
+        nodes = list(plan_nodes((plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]))
+        self.assertEqual(nodes[0]["Actual Rows"], 20)
+        read = {
+            n["Index Name"]: n["Actual Rows"] for n in nodes if "pgcatalog_created" in n.get("Index Name", "")
+        }
+        typed = [name for name in read if "_by_type_" in name]
+        self.assertEqual(len(typed), 1, read)
+        self.assertEqual(read[typed[0]], 20, read)
+        self.assertEqual(sum(read.values()), 20, read)  # the fallback never runs

@@ -14,6 +14,7 @@ from helpers import relpaths
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
@@ -146,12 +147,19 @@ class InstallOnExistingSiteTest(unittest.TestCase):
             ).fetchall()
         self.assertEqual(left, [])
 
-    def test_installing_again_keeps_older_lexicons_within_the_tool(self):
-        """A release that kept PLexicon objects in the tool: installing
-        again keeps their pipelines in the tool's record, and text
-        searches answer as before."""
+    def test_installing_again_upgrades(self):
+        """A release that kept PLexicon objects in the tool and had no
+        type-led date indexes: installing again keeps the lexicons'
+        pipelines in the tool's record, text searches answer as before,
+        and the missing SQL indexes are built."""
         self.install()
+        typed = (
+            "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'pgcatalog\\_modified\\_by\\_type\\_%%'"
+        )
+        with psycopg.connect(storage_dsn(self.site)) as conn:
+            (name,) = conn.execute(typed).fetchone()
         tool = self.site.portal_catalog
+        changes_for(tool).ddl.append(f"DROP INDEX {name}")  # in the storage's transaction
         for lexicon in list(tool.objectValues()):
             old = PLexicon(lexicon.getId(), lexicon.title, *lexicon._pipeline)
             tool._delObject(lexicon.getId(), suppress_events=True)
@@ -159,6 +167,8 @@ class InstallOnExistingSiteTest(unittest.TestCase):
             tool._objects += ({"id": old.getId(), "meta_type": old.meta_type},)
         transaction.commit()
         self.assertEqual(len(stored_lexicons(self.site)), 3)
+        with psycopg.connect(storage_dsn(self.site)) as conn:
+            self.assertEqual(conn.execute(typed).fetchall(), [])
         queries = ({"SearchableText": "alpha"}, {"SearchableText": "Ümlaut OR ri*"}, {"Title": "stone"})
         before = [relpaths(self.site, tool.unrestrictedSearchResults(sort_on="id", **q)) for q in queries]
         self.assertTrue(all(before), before)
@@ -168,6 +178,8 @@ class InstallOnExistingSiteTest(unittest.TestCase):
         self.assertEqual(set(tool.objectIds()), {"plone_lexicon", "plaintext_lexicon", "htmltext_lexicon"})
         after = [relpaths(self.site, tool.unrestrictedSearchResults(sort_on="id", **q)) for q in queries]
         self.assertEqual(after, before)
+        with psycopg.connect(storage_dsn(self.site)) as conn:
+            self.assertEqual(conn.execute(typed).fetchall(), [(name,)])
 
 
 def stored_lexicons(site) -> list[int]:

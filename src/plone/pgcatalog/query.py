@@ -28,6 +28,7 @@ from plone.pgcatalog.paths import NOTHING
 from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.schema import type_expression
 from plone.pgcatalog.relevance import score_scale
 from plone.pgcatalog.relevance import Scored
 from plone.pgcatalog.text import parse
@@ -120,6 +121,11 @@ class Statement:
     # The one sort key, when a B-tree index on (key, zoid) serves it: a
     # short page of the result can then be read off that index (top_sql).
     walk_key: tuple[str, str] | None = None
+    # The one ``portal_type`` the query asks for, and whether the sort key
+    # has a B-tree led by portal_type (a DateIndex): the walk then reads
+    # only that type's entries.
+    walk_type: str | None = None
+    walk_typed: bool = False
     # A clause that keeps the result small (a UID, an object or a folder's
     # children): the plain plan then beats walking the sort index.
     selective: bool = False
@@ -227,9 +233,13 @@ def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     where, params = _field_clauses(index, q, index.expression(), index.sql_type)
     stmt.where.extend(where)
     stmt.params.extend(params)
-    if any(k is not None for k in q.keys):  # not only ``not``
+    keys = [k for k in q.keys if k is not None]
+    if keys:  # not only ``not``
         stmt.strict = True
         stmt.selective |= index.kind == r.UUID and not q.get("range")
+    single = len(keys) == 1 and not (q.get("range") or q.get("not"))
+    if single and index.name == r.TYPE_INDEX and index.expression() == type_expression():
+        stmt.walk_type = _param(index.sql_type, _scalar(index, keys[0]))
 
 
 def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -482,6 +492,16 @@ def _sort_attr(query: dict, attr: str):
     return value
 
 
+def _sort_key(index: r.IndexDef, expr: str) -> str:
+    """What rows sort by on *index*.  A DateRecurringIndex sorts by the
+    tuple of a document's occurrences (ZCatalog's key map holds them in
+    ascending order), compared as tuples are: a SQL array, not the JSON
+    array, which PostgreSQL orders by length first."""
+    if index.kind == r.DATE_RECURRING:
+        return f"ARRAY(SELECT o.v::bigint FROM jsonb_array_elements_text({expr}) WITH ORDINALITY AS o(v, n) ORDER BY o.n)"
+    return expr
+
+
 def add_sort(stmt: Statement, spec) -> None:
     """ORDER BY the sort keys; rows lacking a key are dropped, as in ZCatalog."""
     if not spec:
@@ -494,11 +514,12 @@ def add_sort(stmt: Statement, spec) -> None:
         # a folder's or a UID's few rows need no bitmap of the whole sort index
         stmt.where.append(_filter(f"{expr} IS NOT NULL", stmt))
         stmt.strict = True
-        stmt.order.append(f"{expr} {direction}")
+        stmt.order.append(f"{_sort_key(index, expr)} {direction}")
         stmt.tiebreak = f"zoid {direction}"
     index, descending = spec[0]
     if len(spec) == 1 and (index.kind in r.BTREE_KINDS or index.kind == r.PATH):
         stmt.walk_key = (index.expression(), "DESC" if descending else "ASC")
+        stmt.walk_typed = index.kind == r.DATE
 
 
 def walk_rows(needed: int) -> int:
@@ -525,10 +546,14 @@ def top_sql(stmt: Statement, needed: int, offset: int, metadata: bool = False) -
     order = f"{key} {direction}, zoid {direction}"
     where = stmt.where_sql()
     row = "zoid, path, meta" if metadata else "zoid, path"
+    walk, walk_params = f"{key} IS NOT NULL", []
+    if stmt.walk_typed and stmt.walk_type is not None:
+        walk += f" AND {type_expression()} = %s"
+        walk_params.append(stmt.walk_type)
     sql = f"""WITH hits AS (
   SELECT {row}, k FROM (
     SELECT {row}, {key} AS k, ({where}) AS ok FROM {ROWS}
-     WHERE {key} IS NOT NULL ORDER BY {order} LIMIT %s) AS walk
+     WHERE {walk} ORDER BY {order} LIMIT %s) AS walk
    WHERE ok LIMIT %s)
 SELECT {row} FROM (
   SELECT {row}, k FROM hits WHERE (SELECT count(*) FROM hits) = %s
@@ -536,5 +561,15 @@ SELECT {row} FROM (
   (SELECT {row}, {key} FROM {ROWS}
     WHERE {where} AND (SELECT count(*) FROM hits) < %s ORDER BY {order} LIMIT %s)
 ) AS top ORDER BY k {direction}, zoid {direction} OFFSET %s"""
-    params = [*stmt.params, walk_rows(needed), needed, needed, *stmt.params, needed, needed, offset]
+    params = [
+        *stmt.params,
+        *walk_params,
+        walk_rows(needed),
+        needed,
+        needed,
+        *stmt.params,
+        needed,
+        needed,
+        offset,
+    ]
     return sql, params

@@ -112,10 +112,15 @@ INSERT INTO pgcatalog_text_stats
 SELECT index_name, sum(documents), sum(words) FROM folded GROUP BY index_name HAVING sum(documents) <> 0"""
 
 
-def index_name(index: r.IndexDef, expression: str) -> str:
-    slug = re.sub(r"[^a-z0-9_]", "_", index.name.lower())[:40]
+def index_name(index: r.IndexDef, expression: str, suffix: str = "") -> str:
+    slug = re.sub(r"[^a-z0-9_]", "_", index.name.lower())[:40] + suffix
     digest = hashlib.sha1(f"{index.name}\0{expression}".encode()).hexdigest()[:8]
     return f"pgcatalog_{slug}_{digest}"
+
+
+def type_expression() -> str:
+    """The SQL expression of ``portal_type``, as its FieldIndex compares it."""
+    return r.IndexDef(r.TYPE_INDEX, r.FIELD).expression()
 
 
 def index_ddl(index: r.IndexDef) -> list[str]:
@@ -123,7 +128,9 @@ def index_ddl(index: r.IndexDef) -> list[str]:
     ones end in ``zoid``, the tie-break of every sort), partial on its
     expression being set (every query clause on it implies that, so
     the planner may use it), and statistics on the expression, so that the
-    planner estimates how many rows a value matches."""
+    planner estimates how many rows a value matches.  A DateIndex gets a
+    second B-tree led by ``portal_type``: a page of one type's items by
+    date reads only that type's entries."""
     kind = index.kind
     if index.custom:
         return list(r.custom_kind(kind).ddl(index))
@@ -142,6 +149,12 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method} ({columns}) "
         f"WHERE ({exprs[0]}) IS NOT NULL"
     ]
+    if kind == r.DATE:
+        typed = f"{type_expression()}, {columns}"
+        ddl.append(
+            f"CREATE INDEX IF NOT EXISTS {index_name(index, typed, '_by_type')} ON object_state ({typed}) "
+            f"WHERE ({exprs[0]}) IS NOT NULL"
+        )
     if index.column is None:  # a column of its own has column statistics
         stats_on = ", ".join(f"({e})" for e in exprs)
         ddl.append(f"CREATE STATISTICS IF NOT EXISTS {name}_stats ON {stats_on} FROM object_state")

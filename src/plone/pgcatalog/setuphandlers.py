@@ -42,13 +42,22 @@ def upgrade_lexicons(tool: PGCatalogTool) -> int:
     return len(old)
 
 
+def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
+    """Bring an installed catalog up to this release: its lexicons within
+    the tool, and any SQL index this release adds (built at commit)."""
+    if upgrade_lexicons(tool):
+        logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
+    pending = changes_for(tool)
+    for index in tool._index_defs().values():
+        pending.ddl.extend(index_ddl(index))
+    return tool
+
+
 def replace_catalog(site) -> PGCatalogTool:
     """Install the PostgreSQL catalog in *site* and catalog its content."""
     old = getattr(aq_base(site), "portal_catalog", None)
     if isinstance(old, PGCatalogTool):
-        if upgrade_lexicons(site.portal_catalog):
-            logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
-        return site.portal_catalog
+        return upgrade(site.portal_catalog)
     instance = storage_instance(site)
     if instance is None:
         raise InstallError(
