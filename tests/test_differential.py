@@ -128,6 +128,9 @@ def queries(site):
         {"portal_type": "Event", "sort_on": "start", "sort_order": "reverse", "b_start": 2, "b_size": 2},
         {"portal_type": ["Event"], "sort_on": "end", "sort_order": "reverse", "sort_limit": 2},
         {"portal_type": "Event", "review_state": "published", "sort_on": "start", "b_size": 2},
+        # an unknown sort index fails even when nothing is asked or matches
+        {"sort_on": "nonexistent"},
+        {"sort_on": "nonexistent", "portal_type": "NoSuchType"},
         {"sort_on": "sortable_title", "b_start": 0, "b_size": 3, "UID": uids},
         {"SearchableText": "river", "sort_on": "sortable_title"},
         {"SearchableText": "riv*", "sort_on": "sortable_title"},

@@ -360,10 +360,11 @@ class PGCatalogTool(UniqueObject, Folder):
         defs = self._index_defs()
         texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
         lexicons = self._lexicons() if texts else {}
+        spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
         stmt = build(query, defs, lexicons, self.getPhysicalPath())
         if stmt is None:
             return LazyCat([])
-        add_sort(stmt, sort_spec(query, defs))
+        add_sort(stmt, spec)
 
         b_start = int(query.get("b_start", 0) or 0)
         b_size = query.get("b_size")
