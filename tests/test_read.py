@@ -154,6 +154,18 @@ class ReadTest(CatalogTestCase):
         self.assertFalse(hasattr(aq_base(brain), "no_such_column"))
         self.assertIs(brain.getRemoteUrl, MV)
 
+    def test_limits_out_of_range(self):
+        """ZCatalog's sort fails from inside on these (a TypeError); here a
+        limit of 0 or below is no limit and a batch of 0 or fewer rows is
+        empty, counting its matches."""
+        for limit in (0, -1, -5):
+            results = self.catalog(portal_type="Document", sort_on="sortable_title", sort_limit=limit)
+            self.assertEqual((len(results), results.actual_result_count), (30, 30), limit)
+            self.assertEqual(results[29].getId, "d0029")
+        for size in (0, -1):
+            results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=5, b_size=size)
+            self.assertEqual((len(results), results.actual_result_count), (0, 30), size)
+
     def test_array_values_arrive_intact(self):
         """List values travel as array literals: quotes, backslashes, commas,
         braces and the word NULL arrive as they were sent."""

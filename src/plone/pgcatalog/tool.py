@@ -368,9 +368,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
         b_start = int(query.get("b_start", 0) or 0)
         b_size = query.get("b_size")
-        b_size = None if b_size is None else int(b_size)
+        b_size = None if b_size is None else max(int(b_size), 0)
         limit = query.get("sort_limit", query.get("sort-limit"))
-        limit = None if limit in (None, "") else int(limit)
+        limit = None if limit in (None, "") or int(limit) <= 0 else int(limit)
         if b_size is not None:
             limit = b_start + b_size
         elif limit:
