@@ -20,6 +20,7 @@ from plone.pgcatalog.lexicon import Lexicon
 from Products.GenericSetup.interfaces import INode
 from Products.GenericSetup.interfaces import ISetupEnviron
 from Products.GenericSetup.utils import NodeAdapterBase
+from Products.GenericSetup.ZCTextIndex.exportimport import ZCLexiconNodeAdapter
 from Products.ZCTextIndex.PipelineFactory import element_factory
 from zope.component import adapter
 from zope.interface import implementer
@@ -80,18 +81,11 @@ class IndexNodeAdapter(NodeAdapterBase):
 
 @adapter(Lexicon, ISetupEnviron)
 @implementer(INode)
-class LexiconNodeAdapter(NodeAdapterBase):
-    """Node im- and exporter for the catalog's lexicons."""
-
-    def _exportNode(self):
-        node = self._getObjectNode("object")
-        for element in self.context._pipeline:
-            group, name = _element_key(element)
-            child = self._doc.createElement("element")
-            child.setAttribute("group", group)
-            child.setAttribute("name", name)
-            node.appendChild(child)
-        return node
+class LexiconNodeAdapter(ZCLexiconNodeAdapter):
+    """Node im- and exporter for the catalog's lexicons: GenericSetup's own
+    for ZCatalog's lexicons, whose export serves as it is.  Its import
+    would reset vocabulary BTrees these lexicons do not have, and could not
+    tell the tool, whose record holds the pipeline, that it changed."""
 
     def _importNode(self, node):
         pipeline = tuple(
@@ -102,12 +96,4 @@ class LexiconNodeAdapter(NodeAdapterBase):
         if [type(e) for e in pipeline] != [type(e) for e in self.context._pipeline]:
             self.context.set_pipeline(pipeline)
 
-    node = property(_exportNode, _importNode)
-
-
-def _element_key(element) -> tuple[str, str]:
-    for group in element_factory.getFactoryGroups():
-        for name in element_factory.getFactoryNames(group):
-            if type(element) is element_factory._groups[group][name]:
-                return group, name
-    raise ValueError(f"Pipeline element {element!r} is not registered with ZCTextIndex")
+    node = property(ZCLexiconNodeAdapter._exportNode, _importNode)

@@ -28,7 +28,7 @@ from plone.pgcatalog.paths import NOTHING
 from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
-from plone.pgcatalog.schema import type_expression
+from plone.pgcatalog.schema import TYPE_EXPRESSION
 from plone.pgcatalog.relevance import score_scale
 from plone.pgcatalog.relevance import Scored
 from plone.pgcatalog.text import parse
@@ -121,11 +121,10 @@ class Statement:
     # The one sort key, when a B-tree index on (key, zoid) serves it: a
     # short page of the result can then be read off that index (top_sql).
     walk_key: tuple[str, str] | None = None
-    # The one ``portal_type`` the query asks for, and whether the sort key
-    # has a B-tree led by portal_type (a DateIndex): the walk then reads
-    # only that type's entries.
+    # The one ``portal_type`` the query asks for, kept when the sort key has
+    # a B-tree led by portal_type (a DateIndex): the walk then reads only
+    # that type's entries.
     walk_type: str | None = None
-    walk_typed: bool = False
     # A clause that keeps the result small (a UID, an object or a folder's
     # children): the plain plan then beats walking the sort index.
     selective: bool = False
@@ -238,7 +237,7 @@ def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
         stmt.strict = True
         stmt.selective |= index.kind == r.UUID and not q.get("range")
     single = len(keys) == 1 and not (q.get("range") or q.get("not"))
-    if single and index.name == r.TYPE_INDEX and index.expression() == type_expression():
+    if single and index.name == r.TYPE_INDEX and index.expression() == TYPE_EXPRESSION:
         stmt.walk_type = _param(index.sql_type, _scalar(index, keys[0]))
 
 
@@ -519,7 +518,8 @@ def add_sort(stmt: Statement, spec) -> None:
     index, descending = spec[0]
     if len(spec) == 1 and (index.kind in r.BTREE_KINDS or index.kind == r.PATH):
         stmt.walk_key = (index.expression(), "DESC" if descending else "ASC")
-        stmt.walk_typed = index.kind == r.DATE
+    if stmt.walk_key is None or index.kind != r.DATE:
+        stmt.walk_type = None
 
 
 def walk_rows(needed: int) -> int:
@@ -547,8 +547,8 @@ def top_sql(stmt: Statement, needed: int, offset: int, metadata: bool = False) -
     where = stmt.where_sql()
     row = "zoid, path, meta" if metadata else "zoid, path"
     walk, walk_params = f"{key} IS NOT NULL", []
-    if stmt.walk_typed and stmt.walk_type is not None:
-        walk += f" AND {type_expression()} = %s"
+    if stmt.walk_type is not None:
+        walk += f" AND {TYPE_EXPRESSION} = %s"
         walk_params.append(stmt.walk_type)
     sql = f"""WITH hits AS (
   SELECT {row}, k FROM (

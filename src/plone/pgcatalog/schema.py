@@ -112,15 +112,14 @@ INSERT INTO pgcatalog_text_stats
 SELECT index_name, sum(documents), sum(words) FROM folded GROUP BY index_name HAVING sum(documents) <> 0"""
 
 
+# The SQL expression of ``portal_type``, as its FieldIndex compares it
+TYPE_EXPRESSION = r.IndexDef(r.TYPE_INDEX, r.FIELD).expression()
+
+
 def index_name(index: r.IndexDef, expression: str, suffix: str = "") -> str:
     slug = re.sub(r"[^a-z0-9_]", "_", index.name.lower())[:40] + suffix
     digest = hashlib.sha1(f"{index.name}\0{expression}".encode()).hexdigest()[:8]
     return f"pgcatalog_{slug}_{digest}"
-
-
-def type_expression() -> str:
-    """The SQL expression of ``portal_type``, as its FieldIndex compares it."""
-    return r.IndexDef(r.TYPE_INDEX, r.FIELD).expression()
 
 
 def index_ddl(index: r.IndexDef) -> list[str]:
@@ -150,7 +149,7 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         f"WHERE ({exprs[0]}) IS NOT NULL"
     ]
     if kind == r.DATE:
-        typed = f"{type_expression()}, {columns}"
+        typed = f"{TYPE_EXPRESSION}, {columns}"
         ddl.append(
             f"CREATE INDEX IF NOT EXISTS {index_name(index, typed, '_by_type')} ON object_state ({typed}) "
             f"WHERE ({exprs[0]}) IS NOT NULL"

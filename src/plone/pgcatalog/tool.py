@@ -370,7 +370,7 @@ class PGCatalogTool(UniqueObject, Folder):
         b_size = query.get("b_size")
         b_size = None if b_size is None else max(int(b_size), 0)
         limit = query.get("sort_limit", query.get("sort-limit"))
-        limit = None if limit in (None, "") or int(limit) <= 0 else int(limit)
+        limit = None if limit in (None, "") else max(int(limit), 0) or None
         if b_size is not None:
             limit = b_start + b_size
         elif limit:
