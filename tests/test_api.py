@@ -205,3 +205,224 @@ class APITest(BothSitesTestCase):
         self.assertEqual((empty, listed, still), (0, True, False))
         self.assertTrue(folders)
         self.assertEqual(gone, before)
+
+
+class CallersTest(BothSitesTestCase):
+    """The rest of ZCatalog's API that Plone and add-ons call: every
+    index's unique values and entries, the index objects and their
+    classes, ``_catalog``'s mappings, clearing and rebuilding, interface
+    objects as keywords, and partial reindexes naming no index."""
+
+    def setUp(self):
+        super().setUp()
+        for _site in self.built_sites():
+            pass
+        self.roots = {site: "/".join(site.getPhysicalPath()) for site in self.sites}
+
+    def each(self, ask):
+        """*ask*(site, catalog) on both sites: (ZCatalog's answer, ours),
+        each an answer or the class name of what it raised."""
+        answers = []
+        for site in reversed(self.sites):
+            setSite(site)
+            try:
+                answers.append(ask(site, site.portal_catalog))
+            except Exception as exc:  # compared by class
+                answers.append(("raised", type(exc).__name__))
+        return answers
+
+    def local(self, site, value):
+        """*value* with the site's own path made relative (the site ids differ)."""
+        root = self.roots[site]
+        if isinstance(value, str):
+            return "<site>" if value == site.getId() else value.replace(root, "<site>")
+        if isinstance(value, (list, tuple)):
+            return type(value)(self.local(site, v) for v in value)
+        return value
+
+    def test_unique_values_of_every_index(self):
+        # values that differ between the sites: generated ids, and times of
+        # a build seconds apart (compared by kind and order only)
+        varying = {"UID", "sync_uid", "created", "modified", "effective", "expires", "Date"}
+        names = self.each(lambda site, catalog: sorted(catalog.indexes()))
+        self.assertEqual(names[0], names[1])
+        outcomes = {}
+        for name in names[0]:
+            for lengths in (False, True):
+
+                def ask(site, catalog, name=name, lengths=lengths):
+                    values = list(catalog.Indexes[name].uniqueValues(withLengths=lengths))
+                    if lengths and name == "path":
+                        return ("ZCatalog raises: None is its first key", values[:0])
+                    if name in varying:
+                        keys = [v[0] if lengths else v for v in values]
+                        return (keys == sorted(keys), {type(k).__name__ for k in keys})
+                    return self.local(site, values)
+
+                expected, got = self.each(ask)
+                self.assertEqual(expected, got, (name, lengths))
+                outcomes[name] = expected
+            expected, got = self.each(lambda site, catalog, name=name: len(catalog.uniqueValuesFor(name)))
+            if name not in varying:
+                self.assertEqual(expected, got, name)
+        # every kind answers as its stock index: values, none, or its error
+        self.assertEqual(outcomes["getObjPositionInParent"], ("raised", "AttributeError"))
+        self.assertEqual(outcomes["SearchableText"], ("raised", "NotImplementedError"))
+        self.assertEqual(outcomes["effectiveRange"], [])
+        self.assertTrue(outcomes["start"] and outcomes["is_folderish"] and outcomes["Subject"])
+        # a DateRangeIndex lists the values of one end, by its field's name
+        expected, got = self.each(
+            lambda site, catalog: [
+                len(list(catalog.Indexes["effectiveRange"].uniqueValues(name)))
+                for name in ("effective", "expires")
+            ]
+        )
+        self.assertEqual(expected, got)
+
+    def test_index_objects_and_their_classes(self):
+        """``getIndexObjects`` (GenericSetup's export) and the stock class of
+        every index, by which plone.restapi finds its query parsers."""
+        from zope.interface import implementedBy
+        from zope.interface import providedBy
+
+        expected, got = self.each(
+            lambda site, catalog: sorted((i.getId(), i.meta_type) for i in catalog.getIndexObjects())
+        )
+        self.assertEqual(expected, got)
+        setSite(self.sites[1])
+        stock = {name: type(index) for name, index in self.sites[1].portal_catalog._catalog.indexes.items()}
+        setSite(self.sites[0])
+        ours = self.sites[0].portal_catalog._catalog.indexes
+        for name, cls in stock.items():
+            self.assertTrue(providedBy(ours[name]).isOrExtends(implementedBy(cls)), name)
+            self.assertEqual(ours.get(name).getId(), name)
+        self.assertEqual(sorted(ours), sorted(stock))
+
+    def test_entries_for_objects(self):
+        """``getEntryForObject`` of every index for every record, and a
+        record id that is not there."""
+        skip = {"UID", "sync_uid", "created", "modified", "effective", "expires", "Date", "cmf_uid"}
+
+        def entries(site, catalog):
+            found = {}
+            for brain in catalog.unrestrictedSearchResults(path=self.roots[site], sort_on="path"):
+                if brain.getPath() == self.roots[site]:
+                    continue  # the sites themselves are made differently
+                rid = brain.getRID()
+                found[self.local(site, brain.getPath())] = {
+                    name: self.local(site, catalog._catalog.getIndex(name).getEntryForObject(rid, "-"))
+                    for name in catalog.indexes()
+                    if name not in skip
+                }
+            missing = {name: catalog.Indexes[name].getEntryForObject(-42, "-") for name in catalog.indexes()}
+            return found, missing
+
+        expected, got = self.each(entries)
+        self.assertEqual(sorted(expected[0]), sorted(got[0]))
+        for path in expected[0]:
+            self.assertEqual(expected[0][path], got[0][path], path)
+        self.assertEqual(expected[1], got[1])
+
+    def test_catalog_mappings(self):
+        """``_catalog.uids`` (path → rid), ``paths`` (rid → path) and
+        ``data`` (rid → metadata tuple), read-only here."""
+        varying = {"UID", "created", "modified", "effective", "CreationDate", "ModificationDate"}
+        varying |= {"EffectiveDate", "Date", "expires", "ExpirationDate", "sync_uid", "image_scales"}
+
+        def mappings(site, catalog):
+            internals = catalog._catalog
+            uids, paths, data = internals.uids, internals.paths, internals.data
+            self.assertEqual(len(uids), len(catalog))
+            by_path = {path: uids[path] for path in uids.keys()}
+            self.assertEqual({paths[rid]: rid for rid in paths}, by_path)
+            names = catalog.schema()
+            rows = {}
+            for path, rid in by_path.items():
+                if path == self.roots[site]:
+                    continue  # the sites themselves are made differently
+                record = dict(zip(names, data[rid], strict=True))
+                rows[self.local(site, path)] = {
+                    k: v for k, v in record.items() if k not in varying and k != "Title"
+                }
+            self.assertIsNone(uids.get(self.roots[site] + "/no-such-item"))
+            self.assertNotIn(-42, paths)
+            return sorted(by_path) == list(uids.keys()), rows
+
+        expected, got = self.each(mappings)
+        self.assertTrue(expected[0] and got[0])
+        self.assertEqual(sorted(expected[1]), sorted(got[1]))
+        for path in expected[1]:
+            self.assertEqual(expected[1][path], got[1][path], path)
+        with self.assertRaises(TypeError):
+            self.sites[0].portal_catalog._catalog.uids["/x"] = 1
+
+    def test_clear_and_rebuild(self):
+        def ask(site, catalog):
+            before = relpaths(site, catalog.unrestrictedSearchResults(path=self.roots[site], sort_on="path"))
+            catalog.manage_catalogClear()
+            cleared = len(catalog.unrestrictedSearchResults(path=self.roots[site]))
+            transaction.commit()
+            still = len(catalog.unrestrictedSearchResults(path=self.roots[site]))
+            catalog.manage_catalogRebuild()
+            rebuilt = relpaths(site, catalog.unrestrictedSearchResults(path=self.roots[site], sort_on="path"))
+            transaction.commit()
+            after = relpaths(site, catalog.unrestrictedSearchResults(path=self.roots[site], sort_on="path"))
+            return before == rebuilt == after, cleared, still, len(after)
+
+        expected, got = self.each(ask)
+        self.assertEqual(expected, got)
+        self.assertEqual(expected[:3], (True, 0, 0))
+
+    def test_interfaces_as_keywords(self):
+        """An interface object where a name is expected: ZCatalog's BTrees
+        order it after every name, so it equals none."""
+        from plone.app.contenttypes.interfaces import IEvent
+
+        name = IEvent.__identifier__
+        for query in (
+            {"object_provides": IEvent},
+            {"object_provides": [IEvent, name]},
+            {"object_provides": {"query": [IEvent, name], "operator": "and"}},
+            {"object_provides": {"not": IEvent}, "portal_type": "Event"},
+            {"object_provides": {"query": IEvent, "range": "max"}, "portal_type": "Event"},
+            {"object_provides": {"query": IEvent, "range": "min"}},
+            {"portal_type": IEvent},
+        ):
+            expected, got = self.each(
+                lambda site, catalog, query=query: relpaths(site, catalog(sort_on="path", **query))
+            )
+            self.assertEqual(expected, got, query)
+
+    def test_reindex_naming_no_index(self):
+        """CMFCore drops the names that are no index; none left means
+        every index, with or without the metadata as asked."""
+
+        def ask(site, catalog):
+            page = catalog.unrestrictedSearchResults(portal_type="Document", sort_on="path")[0].getObject()
+            found = []
+            for n, reindex in enumerate(
+                (
+                    lambda: page.reindexObject(idxs=["no_such_index"]),
+                    lambda: catalog.reindexObject(page, idxs=["no_such_index"], update_metadata=0),
+                    lambda: catalog._reindexObject(page, idxs=["no_such_index"], update_metadata=0),
+                    lambda: catalog.catalog_object(page, idxs=["no_such_index"]),
+                )
+            ):
+                page.title = f"Renamed {n}"
+                try:
+                    reindex()
+                except Exception as exc:
+                    found.append(type(exc).__name__)
+                    transaction.abort()
+                    continue
+                transaction.commit()
+                brain = catalog.unrestrictedSearchResults(UID=page.UID())[0]
+                found.append((len(catalog.unrestrictedSearchResults(Title=f"renamed {n}")), brain.Title))
+            return found
+
+        expected, got = self.each(ask)
+        self.assertEqual(expected, got)
+        # every index refreshed; the metadata only where asked
+        self.assertEqual(expected[0], (1, "Renamed 0"))
+        self.assertEqual(expected[1][0], 1)
+        self.assertNotEqual(expected[1][1], "Renamed 1")

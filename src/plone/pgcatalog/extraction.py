@@ -18,6 +18,7 @@ from plone.event.recurrence import recurrence_sequence_ical
 from plone.event.utils import dt2int
 from plone.event.utils import pydt
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import encode_metadata
 
@@ -29,8 +30,7 @@ logger = logging.getLogger(__name__)
 
 _marker = object()
 
-# PostgreSQL limits: lexemes under 2 KiB, a tsvector under 1 MiB.
-_MAX_LEXEME_BYTES = 2000
+# PostgreSQL limits: lexemes under 2 KiB (text.MAX_LEXEME_BYTES), a tsvector under 1 MiB.
 _MAX_TSVECTOR_BYTES = 900_000
 _MAX_POSITION = 16383
 
@@ -232,7 +232,7 @@ def text_value(words: list[str]) -> tuple[str | None, list]:
     frequencies: dict[str, int] = {}
     size = 0
     for pos, word in enumerate(words, start=1):
-        if not word or len(word.encode("utf-8")) > _MAX_LEXEME_BYTES:
+        if not word or len(word.encode("utf-8")) > MAX_LEXEME_BYTES:
             continue
         where = positions.get(word)
         if where is None:

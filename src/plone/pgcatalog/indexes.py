@@ -1,21 +1,50 @@
-"""Read-only index objects answered from PostgreSQL.
+"""Index objects and ZCatalog's ``Catalog`` internals, answered from PostgreSQL.
 
 Plone code reaches into ``catalog.Indexes[name]`` (plone.app.uuid reads
-``_index.get(uid)``; type counts call ``uniqueValues(withLengths=True)``)
-and into ``catalog._catalog`` (the search page lists the used types with
-``_catalog.getIndex("portal_type").uniqueValues()``; keyword vocabularies
-iterate ``_index``).  These small views give those calls their ZCatalog
-answers from SQL.
+``_index.get(uid)``; type counts call ``uniqueValues(withLengths=True)``),
+into ``catalog._catalog`` (the search page lists the used types with
+``_catalog.getIndex("portal_type").uniqueValues()``; plone.restapi looks
+up its query parsers by the *class* of ``_catalog.indexes[name]``; add-ons
+read ``_catalog.uids``, ``paths`` and ``data``).  These small views give
+those calls their ZCatalog answers from SQL.
 """
 
 from __future__ import annotations
 
 from BTrees.LLBTree import LLTreeSet
+from collections.abc import Iterator
+from collections.abc import Mapping
+from functools import cache
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.interfaces import IPGIndex
 from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.schema import ROWS
 from Products.ZCatalog.query import IndexQuery
+from zope.interface import classImplementsOnly
+from zope.interface import implementedBy
 from zope.interface import implementer
+
+import importlib
+import orjson
+
+
+__all__ = ["CatalogInternals", "IndexesMapping", "IndexView", "index_entry", "index_view"]
+
+# The stock class of each kind: a view provides what its class implements,
+# so that adapters registered for the class (plone.restapi's query
+# parsers) find it.
+_STOCK_CLASSES = {
+    r.FIELD: "Products.PluginIndexes.FieldIndex.FieldIndex:FieldIndex",
+    r.KEYWORD: "Products.PluginIndexes.KeywordIndex.KeywordIndex:KeywordIndex",
+    r.DATE: "Products.PluginIndexes.DateIndex.DateIndex:DateIndex",
+    r.DATE_RANGE: "Products.PluginIndexes.DateRangeIndex.DateRangeIndex:DateRangeIndex",
+    r.DATE_RECURRING: "Products.DateRecurringIndex.index:DateRecurringIndex",
+    r.BOOLEAN: "Products.PluginIndexes.BooleanIndex.BooleanIndex:BooleanIndex",
+    r.UUID: "Products.PluginIndexes.UUIDIndex.UUIDIndex:UUIDIndex",
+    r.TEXT: "Products.ZCTextIndex.ZCTextIndex:ZCTextIndex",
+    r.PATH: "Products.ExtendedPathIndex.ExtendedPathIndex:ExtendedPathIndex",
+    r.GOPIP: "plone.folder.nogopip:GopipIndex",
+}
 
 
 class _ForwardIndex:
@@ -29,7 +58,7 @@ class _ForwardIndex:
         return rids[0] if rids else default
 
     def keys(self):
-        return self._view.uniqueValues()
+        return tuple(self._view.uniqueValues())
 
     def __iter__(self):
         return iter(self.keys())
@@ -37,6 +66,8 @@ class _ForwardIndex:
 
 @implementer(IPGIndex)
 class IndexView:
+    """One catalog index, read-only, as ZCatalog's index object answers."""
+
     def __init__(self, tool, index: r.IndexDef):
         self._tool = tool
         self._def = index
@@ -45,10 +76,20 @@ class IndexView:
         self.query_options = index.query_options
         self._index = _ForwardIndex(self)
 
-    def getId(self):
+    def getId(self) -> str:
         return self.id
 
-    def _rids(self, value):
+    def getIndexSourceNames(self) -> tuple[str, ...]:
+        return self._def.source_names
+
+    def getEntryForObject(self, documentId: int, default=None):
+        """What the index holds for a record: its value, words or path."""
+        entries = self._tool._index_entries(documentId)
+        if entries is None:
+            return default
+        return entries.get(self.id, default)
+
+    def _rids(self, value) -> list[int]:
         if self._def.kind in (r.FIELD, r.UUID) and self._def.sql_type == "text":
             return [
                 zoid
@@ -78,11 +119,12 @@ class IndexView:
             return None
         return self.query_index(record, resultset), (self.id,)
 
-    def uniqueValues(self, name=None, withLengths=False):
-        values = self._tool.uniqueValuesFor(self.id)
-        if not withLengths:
-            return values
-        return tuple((v, len(self._rids(v))) for v in values)
+    def uniqueValues(self, name=None, withLengths=False) -> Iterator:
+        """The distinct values in key order (with the number of records
+        holding each), as the stock index of this kind lists them."""
+        if name is not None and name != self.id:
+            return
+        yield from _unique_values(self._tool, self._def, bool(withLengths))
 
     def numObjects(self) -> int:
         """How many records have a value in this index."""
@@ -94,11 +136,129 @@ class IndexView:
 
     def indexSize(self) -> int:
         """How many distinct values the index holds."""
-        return len(self._tool.uniqueValuesFor(self.id))
+        return sum(1 for _ in self.uniqueValues())
 
 
-class IndexesMapping:
-    """``catalog.Indexes``: index views by name."""
+class _PathIndexView(IndexView):
+    def uniqueValues(self, name=None, withLengths=False) -> Iterator:
+        # a PathIndex also answers to its source name
+        if name in (None, self.id, "getPhysicalPath"):
+            yield from _unique_values(self._tool, self._def, bool(withLengths))
+
+
+class _DateRangeIndexView(IndexView):
+    def uniqueValues(self, name=None, withLengths=False) -> Iterator:
+        """Values of one end of the range, named by its field; none for
+        the index's own name (so ``uniqueValuesFor`` is empty)."""
+        options = self._def.options
+        ends = {options.get("since_field"): 0, options.get("until_field"): 1}
+        if name is None or name not in ends:
+            return
+        yield from _range_end_values(self._tool, self._def, ends[name], bool(withLengths))
+
+
+class _TextIndexView(IndexView):
+    def uniqueValues(self, name=None, withLengths=False):
+        raise NotImplementedError  # as ZCTextIndex
+
+
+class _GopipIndexView(IndexView):
+    """ZCatalog's GopipIndex is a stub that stores and lists nothing."""
+
+    @property
+    def uniqueValues(self):
+        raise AttributeError("uniqueValues")
+
+    def numObjects(self) -> int:
+        return 0
+
+
+@cache
+def index_view(kind: str) -> type[IndexView]:
+    """The view class for indexes of *kind* (custom kinds: plain views)."""
+    base = {
+        r.PATH: _PathIndexView,
+        r.DATE_RANGE: _DateRangeIndexView,
+        r.TEXT: _TextIndexView,
+        r.GOPIP: _GopipIndexView,
+    }.get(kind, IndexView)
+    stock = _stock_class(kind)
+    if stock is None:
+        return base
+    view = type(f"{kind}View", (base,), {"__module__": __name__})
+    # our own adapters (GenericSetup's index im/export) before the stock ones
+    classImplementsOnly(view, IPGIndex, implementedBy(stock))
+    return view
+
+
+def _stock_class(kind: str) -> type | None:
+    spec = _STOCK_CLASSES.get(kind)
+    if spec is None:
+        return None
+    module, name = spec.split(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError:  # an optional package (DateRecurringIndex) is missing
+        return None
+
+
+def _sorted(values) -> list:
+    """In BTree key order (``None`` first, as in an OOBTree)."""
+    try:
+        return sorted(values, key=lambda v: (v is not None, v))
+    except TypeError:  # values of several types: grouped by type
+        return sorted(values, key=lambda v: (v is not None, type(v).__name__, str(v)))
+
+
+def _grouped(tool, element: str, where: str, source: str = ROWS) -> dict:
+    """``{value: number of records}`` of the JSON values *element* over
+    the catalog rows (*source*, which names them ``object_state``)."""
+    rows = tool._read(
+        f"SELECT {element}::text AS v, count(DISTINCT object_state.zoid) FROM {source} "
+        f"WHERE {CATALOGED} AND {where} GROUP BY v",
+        [],
+    )
+    return {orjson.loads(v): n for v, n in rows}
+
+
+def _unique_values(tool, index: r.IndexDef, with_lengths: bool) -> Iterator:
+    kind = index.kind
+    if kind in (r.KEYWORD, r.DATE_RECURRING):
+        expr = index.expression()
+        counts = _grouped(
+            tool, "k", f"jsonb_typeof({expr}) = 'array'", f"{ROWS}, jsonb_array_elements({expr}) AS k"
+        )
+    elif kind == r.PATH:
+        # ExtendedPathIndex keys every path component, and None for the ends
+        counts = _grouped(tool, "to_jsonb(c)", "c <> ''", f"{ROWS}, unnest(string_to_array(path, '/')) AS c")
+        everything = len(tool)
+        if everything:
+            counts[None] = everything
+    elif kind == r.BOOLEAN:
+        counts = _grouped(tool, f"(idx->{index.key})", f"idx ? {index.key}")
+        true, false = counts.get(True, 0), counts.get(False, 0)
+        # BooleanIndex lists first the value it keeps a set of: the rarer one
+        first = true <= false
+        pairs = [(first, true if first else false), (not first, false if first else true)]
+        yield from pairs if with_lengths else (value for value, _ in pairs)
+        return
+    else:
+        counts = _grouped(tool, f"(idx->{index.key})", f"jsonb_typeof(idx->{index.key}) <> 'null'")
+    for value in _sorted(counts):
+        yield (value, counts[value]) if with_lengths else value
+
+
+def _range_end_values(tool, index: r.IndexDef, end: int, with_lengths: bool) -> Iterator:
+    """One end of a DateRangeIndex: its minutes, open ends left out."""
+    expr = index.range_expressions()[end]
+    open_end = r.OPEN_START if end == 0 else r.OPEN_END
+    counts = _grouped(tool, f"to_jsonb({expr})", f"idx ? {index.key} AND {expr} <> {open_end}")
+    for value in _sorted(counts):
+        yield (value, counts[value]) if with_lengths else value
+
+
+class IndexesMapping(Mapping):
+    """``catalog.Indexes`` and ``_catalog.indexes``: index views by name."""
 
     def __init__(self, tool):
         self._tool = tool
@@ -107,28 +267,91 @@ class IndexesMapping:
         index = self._tool._index_defs().get(name)
         if index is None:
             raise KeyError(name)
-        return IndexView(self._tool, index)
-
-    def get(self, name, default=None):
-        try:
-            return self[name]
-        except KeyError:
-            return default
+        return index_view(index.kind)(self._tool, index)
 
     def __contains__(self, name):
         return name in self._tool._index_defs()
 
+    def __iter__(self):
+        return iter(self._tool._index_defs())
+
+    def __len__(self):
+        return len(self._tool._index_defs())
+
+
+class _ReadOnlyMapping(Mapping):
+    """A ZCatalog BTree, read from the catalog rows in batches of keys."""
+
+    BATCH = 1000
+
+    def __init__(self, tool):
+        self._tool = tool
+
+    def __setitem__(self, key, value):
+        raise TypeError(f"{type(self).__name__} is read-only: the catalog's data lives in PostgreSQL")
+
+    __delitem__ = __setitem__
+
+    def __len__(self):
+        return len(self._tool)
+
     def keys(self):
-        return list(self._tool._index_defs())
+        return list(self)
+
+
+class _Uids(_ReadOnlyMapping):
+    """``_catalog.uids``: catalog path → record id, in path order."""
+
+    def __getitem__(self, path):
+        rid = self._tool.getrid(path) if isinstance(path, str) else None
+        if rid is None:
+            raise KeyError(path)
+        return rid
+
+    def __iter__(self):
+        for path, _ in self._tool._cataloged_rows_by("path"):
+            yield path
+
+
+class _Paths(_ReadOnlyMapping):
+    """``_catalog.paths``: record id → catalog path, in record id order."""
+
+    def __getitem__(self, rid):
+        try:
+            return self._tool.getpath(rid)
+        except (TypeError, ValueError) as exc:
+            raise KeyError(rid) from exc
+
+    def __iter__(self):
+        for _, rid in self._tool._cataloged_rows_by("zoid"):
+            yield rid
+
+
+class _Data(_ReadOnlyMapping):
+    """``_catalog.data``: record id → metadata tuple in schema order."""
+
+    def __getitem__(self, rid):
+        paths = _Paths(self._tool)
+        if rid not in paths:
+            raise KeyError(rid)
+        meta = self._tool.getMetadataForRID(rid)
+        return tuple(meta[name] for name in self._tool.schema())
+
+    def __iter__(self):
+        return iter(_Paths(self._tool))
 
 
 class CatalogInternals:
     """``catalog._catalog``: the parts of ZCatalog's ``Catalog`` that
-    Plone code reads (indexes, schema, ``getIndex``)."""
+    Plone code reads (indexes, schema, ``getIndex``, ``uids``, ``paths``,
+    ``data``), read-only."""
 
     def __init__(self, tool):
         self._tool = tool
         self.indexes = IndexesMapping(tool)
+        self.uids = _Uids(tool)
+        self.paths = _Paths(tool)
+        self.data = _Data(tool)
 
     def getIndex(self, name):
         return self.indexes[name]
@@ -139,6 +362,12 @@ class CatalogInternals:
     def getMetadataForRID(self, rid) -> dict:
         return self._tool.getMetadataForRID(rid)
 
+    def uniqueValuesFor(self, name) -> tuple:
+        return self._tool.uniqueValuesFor(name)
+
+    def __len__(self):
+        return len(self._tool)
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._tool.schema())
@@ -148,16 +377,19 @@ class CatalogInternals:
         return {name: position for position, name in enumerate(self.names)}
 
 
-def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None):
+def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None, default=""):
     """What the ZCatalog index's ``getEntryForObject`` hands out for a row:
-    the stored value in that index's own shape ("" when the row has none)."""
+    the stored value in that index's own shape (*default* when the row
+    has none)."""
     if index.kind == r.PATH:
         return path
+    if index.kind == r.GOPIP:
+        return []  # ZCatalog's GopipIndex stores nothing
     if index.kind == r.TEXT:
-        return words if words is not None else ""
+        return words if words is not None else default
     value = idx.get(index.name)
     if value is None:
-        return ""
+        return default
     if index.kind == r.DATE_RECURRING:
         return tuple(value)
     if index.kind == r.DATE_RANGE:

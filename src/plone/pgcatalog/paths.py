@@ -80,11 +80,15 @@ def _or(parts: list[tuple[str, list]]) -> tuple[str, list]:
     return "(" + " OR ".join(sql for sql, _ in parts) + ")", [p for _, params in parts for p in params]
 
 
+# Levels and depths beyond any path's: all alike, and within SQL's integer
+_FAR = 2**30
+
+
 def _int(value, option: str) -> int:
     # ExtendedPathIndex compares these with integers: anything else is a TypeError
     if not isinstance(value, (int, float)):
         raise TypeError(f"index 'path': {option} {value!r} is not a number")
-    return int(value)
+    return max(-_FAR, min(int(value), _FAR))
 
 
 def search(

@@ -32,6 +32,7 @@ class Pending:
     ddl: list = field(default_factory=list)  # CREATE INDEX statements for new indexes
     clear_all: bool = False  # manage_catalogClear: empty the catalog first
     cleared: dict = field(default_factory=dict)  # reconfigured index -> its own column or None
+    reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
 
     def catalog(self, zoid: int, row: dict) -> None:
         earlier = self.rows.get(zoid)
@@ -84,11 +85,13 @@ class Pending:
             list(self.ddl),
             self.clear_all,
             dict(self.cleared),
+            dict(self.reordered),
         )
 
     def restore(self, other: Pending) -> None:
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
         self.ddl, self.clear_all, self.cleared = list(other.ddl), other.clear_all, dict(other.cleared)
+        self.reordered = dict(other.reordered)
 
     def clear(self) -> None:
         """Forget everything: the catalog will be emptied at commit."""

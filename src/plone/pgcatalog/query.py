@@ -18,9 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from DateTime import DateTime
-from DateTime.interfaces import DateError
-from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
-from DateTime.interfaces import TimeError
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.extraction import range_minutes
 from plone.pgcatalog.paths import EVERYTHING
@@ -35,10 +32,12 @@ from plone.pgcatalog.text import parse
 from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import date_minutes
+from plone.pgcatalog.values import json_text
+from zope.interface.interfaces import IInterface
 from Products.ZCatalog.ZCatalog import CatalogError
 from ZPublisher.HTTPRequest import record
 
-import orjson
+import math
 
 
 class Nothing(Exception):
@@ -64,6 +63,20 @@ def merge_query(query=None, **kw) -> dict:
         merged.update(query)
     merged.update(kw)
     return merged
+
+
+def ordered(value) -> None:
+    """Raise ``TypeError`` where ZCatalog's query canonicalisation does:
+    it sorts every list or tuple value (``Catalog.make_query``), so one
+    whose items cannot be ordered (``None`` or an interface among names,
+    names among numbers) fails the search."""
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        return
+    if all(isinstance(v, str) for v in value):
+        return
+    if all(isinstance(v, (int, float)) for v in value):
+        return
+    sorted(value)
 
 
 def index_query(query: dict, index: r.IndexDef) -> IndexQuery:
@@ -145,49 +158,114 @@ WALK_MAX_ROWS = 1000
 # -- per kind -----------------------------------------------------------------
 
 
-def _check_text(value, name):
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"index {name!r}: value {value!r} is not UTF-8 text") from exc
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"index {name!r}: NUL characters cannot be searched")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError(f"index {name!r}: value {value!r} is not valid text") from exc
-    return value
+class _Bound:
+    """A query value that ZCatalog's BTrees order before (BELOW) or after
+    (ABOVE) every key they hold: ``-inf`` and ``inf``, and interface
+    objects, which zope.interface orders after anything without a name."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+BELOW = _Bound("BELOW")
+ABOVE = _Bound("ABOVE")
+
+
+class _Unstorable:
+    """A query value no catalog row can hold (text with NUL or a lone
+    surrogate, which PostgreSQL cannot store; ``nan``): it equals nothing
+    and cannot bound a range."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Uncomparable(_Unstorable):
+    """A value of a type keys are never of (bytes, mappings, objects):
+    ZCatalog's BTree lookup fails on it, so it equals nothing, and a range
+    over it is a ``TypeError``."""
+
+
+def _text_ok(text: str) -> bool:
+    """Whether PostgreSQL can hold *text* (no NUL, valid UTF-8)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _scalar(index: r.IndexDef, value):
-    """A query value in the form the index's expression compares."""
+    """A query value in the form the index's expression compares, or one
+    of the markers above."""
     if index.kind in (r.DATE, r.DATE_RECURRING):
-        try:
-            converted = date_minutes(
-                value,
-                naive_as_local=index.options.get("naive_as_local", True),
-                precision=index.options.get("precision", 0),
-            )
-        except (DateTimeSyntaxError, DateError, TimeError, ValueError) as exc:
-            raise ValueError(f"index {index.name!r}: cannot read {value!r} as a date") from exc
-        if converted is None:
-            raise ValueError(f"index {index.name!r}: cannot read {value!r} as a date")
-        return converted
+        # DateTime's own errors for unreadable dates, as DateIndex raises them
+        converted = date_minutes(
+            value,
+            naive_as_local=index.options.get("naive_as_local", True),
+            precision=index.options.get("precision", 0),
+        )
+        return _Uncomparable(value) if converted is None else converted
     if index.kind == r.BOOLEAN:
         return bool(value)
-    value = _check_text(value, index.name)
     if isinstance(value, DateTime):
         return value.toZone("UTC").ISO8601()
-    return value
+    if isinstance(value, str):
+        return value if _text_ok(value) else _Unstorable(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return _Unstorable(value) if math.isnan(value) else (ABOVE if value > 0 else BELOW)
+    if isinstance(value, (int, float)):
+        return value
+    if IInterface.providedBy(value):
+        return ABOVE
+    return _Uncomparable(value)
+
+
+def _keys(index: r.IndexDef, values) -> list:
+    """The values that can equal a stored key (the others match nothing)."""
+    keys = (_scalar(index, v) for v in values if v is not None)
+    return [k for k in keys if not isinstance(k, (_Bound, _Unstorable))]
+
+
+def _bounds(index: r.IndexDef, values, spec: str) -> tuple:
+    """``(lo, hi)`` of a range query as UnIndex computes them (min and max
+    of the values; a false upper bound is none).  Raises Nothing when
+    no value can lie in the range."""
+    keys = [_scalar(index, v) for v in values if v is not None]
+    for key in keys:
+        if isinstance(key, _Uncomparable):
+            raise TypeError(f"index {index.name!r}: cannot compare {key.value!r} with the keys of the index")
+        if isinstance(key, _Unstorable):
+            raise ValueError(f"index {index.name!r}: {key.value!r} cannot bound a range")
+    plain = [k for k in keys if not isinstance(k, _Bound)]
+    lo = hi = None
+    if "min" in spec:
+        if BELOW in keys:
+            lo = None
+        elif plain:
+            lo = min(plain)
+        else:
+            raise Nothing  # every key is ABOVE: above every stored key
+    if "max" in spec:
+        if ABOVE in keys:
+            hi = None
+        elif BELOW in keys:
+            raise Nothing
+        else:
+            hi = max(plain) if plain else None
+    return lo, hi or None
 
 
 def _param(sql_type: str, value):
     if sql_type == "text":
         return value if isinstance(value, str) else str(value)
     if sql_type == "jsonb":
-        return orjson.dumps(value).decode()
+        return json_text(value)
     return value
 
 
@@ -195,32 +273,34 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
     """WHERE clauses of a field-like index over *expr* (ZCatalog's UnIndex)."""
     cast = f"::{sql_type}"
     where, params = [], []
-    keys = [_scalar(index, k) for k in q.keys if k is not None]
-    not_keys = [_scalar(index, k) for k in q.get("not") or () if k is not None]
+    values = [k for k in q.keys if k is not None]
+    not_keys = _keys(index, q.get("not") or ())
     range_ = q.get("range")
     if index.kind == r.BOOLEAN:
         # BooleanIndex knows only ``query``; documents without a value never match.
-        if not keys:
+        if not values:
             raise Nothing
+        keys = [_scalar(index, k) for k in values]
         return [f"{expr} = ANY(%s{cast}[])"], [array_literal(_param(sql_type, k) for k in keys)]
     if range_:
-        range_ = str(range_)
-        if not keys:
+        if not values:
             raise Nothing
-        lo = min(keys) if "min" in range_ else None
-        hi = max(keys) if "max" in range_ else None
+        lo, hi = _bounds(index, values, str(range_))
         if lo is not None:
             where.append(f"{expr} >= %s{cast}")
             params.append(_param(sql_type, lo))
-        if hi:  # ZCatalog ignores a false upper bound (``if hi:``)
+        if hi is not None:
             where.append(f"{expr} <= %s{cast}")
             params.append(_param(sql_type, hi))
-        if lo is None and not hi:
+        if lo is None and hi is None:
             where.append(f"{expr} IS NOT NULL")
-    elif keys:
+    elif values:
+        keys = _keys(index, values)
+        if not keys:
+            raise Nothing
         where.append(f"{expr} = ANY(%s{cast}[])")
         params.append(array_literal(_param(sql_type, k) for k in keys))
-    elif not not_keys:
+    elif not q.get("not"):
         raise Nothing
     if not_keys:
         where.append(f"({expr} IS NULL OR NOT {expr} = ANY(%s{cast}[]))")
@@ -238,7 +318,7 @@ def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
         stmt.selective |= index.kind == r.UUID and not q.get("range")
     single = len(keys) == 1 and not (q.get("range") or q.get("not"))
     if single and index.name == r.TYPE_INDEX and index.expression() == TYPE_EXPRESSION:
-        stmt.walk_type = _param(index.sql_type, _scalar(index, keys[0]))
+        stmt.walk_type = _param(index.sql_type, _keys(index, keys)[0])
 
 
 def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -253,37 +333,36 @@ def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
 
 def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     expr = index.expression()
-    keys = [_scalar(index, k) for k in q.keys if k is not None]
-    not_keys = [_scalar(index, k) for k in q.get("not") or () if k is not None]
+    values = [k for k in q.keys if k is not None]
+    keys = _keys(index, values)
+    not_keys = _keys(index, q.get("not") or ())
     if q.get("range"):
-        _keyword_range(index, q, keys, stmt)
+        _keyword_range(index, q, values, stmt)
+    elif values and (q.get("operator") == "and" and len(keys) < len(values) or not keys):
+        raise Nothing  # a key no row can hold
     elif keys:
         if q.get("operator") == "and":
             # one containment test for all keys
             stmt.where.append(_filter(f"{expr} @> %s::jsonb", stmt))
-            stmt.params.append(orjson.dumps(keys).decode())
+            stmt.params.append(json_text(keys))
         else:
             stmt.where.append("(" + " OR ".join(_any_of(expr, keys, stmt)) + ")")
         stmt.strict = True
-    elif not not_keys:
+    elif not q.get("not"):
         raise Nothing
     if not_keys:
-        parts = []
-        for key in not_keys:
-            parts.append(f"{expr} @> %s::jsonb")
-            stmt.params.append(orjson.dumps([key]).decode())
-        stmt.where.append(f"({expr} IS NULL OR NOT (" + " OR ".join(parts) + "))")
+        stmt.where.append(f"({expr} IS NULL OR NOT ({expr} @> ANY(%s::jsonb[])))")
+        stmt.params.append(array_literal(json_text([key]) for key in not_keys))
 
 
-def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement) -> None:
+def _keyword_range(index: r.IndexDef, q: IndexQuery, values: list, stmt: Statement) -> None:
     """UnIndex's range over keywords: with ``or``, rows holding a keyword in
     the range; with ``and``, rows holding every keyword of the catalog that
     lies in the range (none there: no rows)."""
     spec = str(q.get("range"))
-    low = min(keys) if "min" in spec else None  # min() of no keys raises, as in ZCatalog
-    high = max(keys) if "max" in spec else None
-    if not high:
-        high = None  # UnIndex: a false upper bound means none
+    if not values and ("min" in spec or "max" in spec):
+        min(values)  # raises, as UnIndex's min() of no keys
+    low, high = _bounds(index, values, spec)
     bounds = [v for v in (low, high) if v is not None]
     textual = all(isinstance(v, str) for v in bounds)
     if textual:
@@ -315,7 +394,8 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, keys: list, stmt: Statement
 def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
     """Tests that *expr* holds any of *keys*.  Several strings become one
     ``?|`` (one lookup per row instead of one per key); a single string
-    stays a containment, which the planner estimates better."""
+    stays a containment, which the planner estimates better; several
+    other keys (numbers) one array parameter, however many there are."""
     strings = [k for k in keys if isinstance(k, str)]
     others = [k for k in keys if not isinstance(k, str)]
     parts = []
@@ -324,9 +404,12 @@ def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
         stmt.params.append(array_literal(strings))
     else:
         others = strings + others
-    for key in others:
+    if len(others) == 1:
         parts.append(_filter(f"{expr} @> %s::jsonb", stmt))
-        stmt.params.append(orjson.dumps([key]).decode())
+        stmt.params.append(json_text(others))
+    elif others:
+        parts.append(_filter(f"{expr} @> ANY(%s::jsonb[])", stmt))
+        stmt.params.append(array_literal(json_text([key]) for key in others))
     return parts
 
 
@@ -360,13 +443,11 @@ def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement, catalog_path: Seque
     for key in q.keys:
         if key is None:
             continue
-        if isinstance(key, (list, tuple)) and len(key) == 2:  # (path, level)
-            key = (_check_text(key[0], index.name), key[1])
-        else:
-            key = _check_text(key, index.name)
-            if not isinstance(key, str):
-                raise TypeError(f"index {index.name!r}: {key!r} is not a path")
-        keys.append(key)
+        path = key[0] if isinstance(key, (list, tuple)) and len(key) == 2 else key  # (path, level)
+        if not isinstance(path, str):
+            raise TypeError(f"index {index.name!r}: {path!r} is not a path")
+        if _text_ok(path):  # else no row's path can match it
+            keys.append(key)
     if not keys:
         raise Nothing
     sql, params, narrow = path_condition(keys, q.options, catalog_path)
@@ -384,7 +465,10 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
     keys = [k for k in q.keys if k is not None]
     if not keys:
         raise Nothing
-    text = " ".join(str(_check_text(k, index.name)) for k in keys)
+    # ZCTextIndex joins the values: text only
+    if not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"index {index.name!r}: a text query must be text, not {keys!r:.80}")
+    text = " ".join(keys)
     tree = parse(text, lexicon)
     if tree is None:
         raise Nothing
@@ -425,9 +509,13 @@ def build(
     first = sorted(named, key=lambda index: index.kind not in (r.UUID, r.PATH))
     try:
         for index in first:
-            q = index_query(query, index)
             kind = index.kind
-            if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN, r.GOPIP):
+            if kind == r.GOPIP:
+                # ZCatalog's GopipIndex only sorts: as a filter it answers
+                # nothing, which ends the search with no results
+                raise Nothing
+            q = index_query(query, index)
+            if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN):
                 _field(index, q, stmt)
             elif kind == r.KEYWORD:
                 _keyword(index, q, stmt)

@@ -63,6 +63,15 @@ def score_scale(named) -> tuple[int, int]:
     return a, b
 
 
+def _sum(terms: list[str]) -> str:
+    """``a + b + ...`` as a balanced tree (see ``text._balanced``): a query
+    of thousands of words must not nest thousands deep."""
+    if len(terms) <= 2:
+        return "(" + (" + ".join(terms) or "0") + ")"
+    middle = len(terms) // 2
+    return f"({_sum(terms[:middle])} + {_sum(terms[middle:])})"
+
+
 class _Index:
     """The SQL of one text index's scores: its common table expressions
     (statistics, words, glob expansions), the per-row word counts and
@@ -108,10 +117,10 @@ class _Index:
             parts = [self._node(child, True) for child in value if child.nodeType() != "NOT"]
         elif kind == "OR":
             parts = [self._node(child, False) for child in value]
-            return " + ".join(sql for sql, _ in parts), [p for _, params in parts for p in params]
+            return _sum([sql for sql, _ in parts]), [p for _, params in parts for p in params]
         else:
             raise ValueError(f"unsupported query node {kind}")
-        sql = " + ".join(sql for sql, _ in parts) or "0"
+        sql = _sum([sql for sql, _ in parts])
         params = [p for _, ps in parts for p in ps]
         if known:
             return f"({sql})", params
@@ -148,14 +157,13 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             f"sum(words)::float8 / sum(documents)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
         ]
         if self.words:
-            values = ", ".join("(%s, %s::tsquery)" for _ in self.words)
             ctes.append(
                 f"pgcatalog_t{n} AS MATERIALIZED (SELECT w.word, ln(1.0::float8 + s.documents / w.df) * 1024.0::float8 AS idf1024"
                 f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
-                f" FROM (VALUES {values}) AS v(word, q) OFFSET 0) AS w WHERE w.df > 0)"
+                " FROM unnest(%s::text[], %s::tsquery[]) AS v(word, q) OFFSET 0) AS w WHERE w.df > 0)"
             )
-            for word in self.words:
-                params += [word, lexeme(word)]
+            # two parameters however many words (PostgreSQL takes at most 65,535)
+            params += [array_literal(self.words), array_literal(lexeme(word) for word in self.words)]
         for number, pattern in enumerate(self.globs):
             prefix, like = glob_prefix(pattern), glob_like(pattern)
             words = "starts_with(u.lexeme, %s)" + (" AND u.lexeme LIKE %s" if like else "")

@@ -6,6 +6,8 @@ own fresh database there and drops it afterwards.  Without it, an embedded
 PostgreSQL (the ``pgserver`` package) is started in a temporary directory
 and removed at the end.
 
+Both sites have plone.restapi installed.
+
 Layers:
 
 - ``PGCATALOG_FIXTURE``: a Plone site ``plone`` on PGJsonbStorage with
@@ -165,6 +167,11 @@ class Snapshot:
         db._connectionMap(forget)
 
 
+# What both sites of a differential test install: Plone's own profiles and
+# plone.restapi (REST clients and Volto search through it)
+SITE_PROFILES = (*PloneFixture.extensionProfiles, "plone.restapi:default")
+
+
 class PGCatalogFixture(PloneFixture):
     """A Plone site on PostgreSQL with plone.pgcatalog installed.
 
@@ -173,7 +180,7 @@ class PGCatalogFixture(PloneFixture):
     """
 
     defaultBases = (PG_STARTUP,)
-    extensionProfiles = (*PloneFixture.extensionProfiles, "plone.pgcatalog:default")
+    extensionProfiles = (*SITE_PROFILES, "plone.pgcatalog:default")
 
     def setUp(self):
         self.setUpZCML()
@@ -191,8 +198,10 @@ class PGCatalogFixture(PloneFixture):
     def setUpZCML(self):
         super().setUpZCML()
         import plone.pgcatalog
+        import plone.restapi
 
-        xmlconfig.file("configure.zcml", plone.pgcatalog, context=self["configurationContext"])
+        for package in (plone.restapi, plone.pgcatalog):
+            xmlconfig.file("configure.zcml", package, context=self["configurationContext"])
 
 
 PGCATALOG_FIXTURE = PGCatalogFixture(name="plone.pgcatalog:Fixture")
@@ -238,7 +247,7 @@ class DifferentialFixture(Layer):
                 title=PLONE_SITE_TITLE,
                 setup_content=False,
                 default_language="en",
-                extension_ids=PloneFixture.extensionProfiles,
+                extension_ids=SITE_PROFILES,
             )
         self["pg_snapshot"] = Snapshot(self["pg_dsn"])
 

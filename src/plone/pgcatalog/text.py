@@ -35,9 +35,29 @@ class _FallbackLexicon:
         return "*" in word or "?" in word
 
 
+# PostgreSQL's limit on a lexeme is 2 KiB: a longer word is never indexed
+# (extraction leaves it out), and a tsquery cannot even name it.
+MAX_LEXEME_BYTES = 2000
+# ... so it stands for a word no row holds, which is what it is: a lexeme
+# no lexicon yields (its splitters keep word characters only).
+_NO_WORD = "\x01"
+
+
 def lexeme(word: str) -> str:
     """*word* as a quoted ``tsquery`` lexeme."""
+    if len(word.encode("utf-8")) > MAX_LEXEME_BYTES:
+        word = _NO_WORD
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _balanced(operator: str, parts: list[str]) -> str:
+    """``(a op b op c ...)`` nested as a balanced tree: PostgreSQL reads
+    a flat list as a chain as deep as it is long, and thousands of terms
+    exceed its stack."""
+    if len(parts) <= 2:
+        return "(" + f" {operator} ".join(parts) + ")"
+    middle = len(parts) // 2
+    return f"({_balanced(operator, parts[:middle])} {operator} {_balanced(operator, parts[middle:])})"
 
 
 def glob_prefix(pattern: str) -> str:
@@ -102,10 +122,8 @@ def node_tsquery(node) -> str:
         return lexeme(glob_prefix(value)) + ":*"
     if kind == "NOT":
         return "!" + node_tsquery(value)
-    if kind == "AND":
-        return "(" + " & ".join(node_tsquery(child) for child in value) + ")"
-    if kind == "OR":
-        return "(" + " | ".join(node_tsquery(child) for child in value) + ")"
+    if kind in ("AND", "OR"):
+        return _balanced("&" if kind == "AND" else "|", [node_tsquery(child) for child in value])
     raise ParseError(f"unsupported query node {kind}")
 
 

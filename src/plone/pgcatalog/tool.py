@@ -35,11 +35,13 @@ from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.positions import refresh_positions
 from plone.pgcatalog.processor import CatalogStateProcessor
 from plone.pgcatalog.relevance import ranked_sql
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
+from plone.pgcatalog.query import ordered
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.rebuild import cataloged_objects
@@ -71,7 +73,10 @@ from zope.component.hooks import getSite
 from zope.interface import implementer
 from ZTUtils.Lazy import LazyCat
 
+from urllib.parse import quote
+
 import logging
+import time
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -245,14 +250,28 @@ class PGCatalogTool(UniqueObject, Folder):
         if not IIndexableObject.providedBy(obj):
             wrapper = queryMultiAdapter((obj, self), IIndexableObject) or obj
         defs = self._index_defs()
-        if idxs:
-            idxs = [name for name in idxs if name in defs]
-        # ZCatalog refreshes metadata unless a partial reindex declines it
-        with_metadata = bool(update_metadata) or not idxs
+        for name in idxs or ():
+            if name not in defs:
+                raise KeyError(name)  # as ZCatalog's getIndex
+        # ZCatalog refreshes metadata unless the caller declines it; a record
+        # new to the catalog always gets its metadata.  A full row carries
+        # its metadata (a partial one leaves the stored metadata alone).
+        full = not idxs
+        kept = self._kept_metadata(zoid, uid) if full and not update_metadata else None
+        with_metadata = bool(update_metadata) or (full and kept is None)
         row = extract(
             wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None, with_metadata
         )
+        if kept is not None:
+            row["meta"] = kept
         changes_for(self).catalog(zoid, row)
+
+    def _kept_metadata(self, zoid: int, uid: str) -> dict | None:
+        """The metadata this transaction sees for *zoid* cataloged under
+        *uid*; None when the record is new to the catalog."""
+        if not self._select("1", f"zoid = %s AND path = %s AND {CATALOGED}", [zoid, uid]):
+            return None
+        return parsed_metadata(self._load_metadata([zoid]).get(zoid) or {})
 
     @security.protected(ManageZCatalogEntries)
     def uncatalog_object(self, uid):
@@ -289,17 +308,27 @@ class PGCatalogTool(UniqueObject, Folder):
         if uid is None:
             uid = "/".join(object.getPhysicalPath())
         if idxs:
+            # CMFCore: names that are no index go; none left means every index
             idxs = [name for name in idxs if name in self._index_defs()]
-            if not idxs:
-                idxs = None
-                if not update_metadata:
-                    return
         self.catalog_object(object, uid, idxs, update_metadata)
 
     @security.protected(ManageZCatalogEntries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Empty the catalog (at commit, in the same transaction)."""
         changes_for(self).clear()
+        _redirect(RESPONSE, URL1, "Catalog cleared")
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
+        """CMFPlone's "Clear and Rebuild": :meth:`clearFindAndRebuild`, timed."""
+        started, cpu = time.time(), time.process_time()
+        self.clearFindAndRebuild()
+        message = (
+            f"Catalog Rebuilt\nTotal time: {time.time() - started}\n"
+            f"Total CPU time: {time.process_time() - cpu}"
+        )
+        logger.info(message)
+        _redirect(RESPONSE, URL1, message)
 
     @security.protected(ManageZCatalogEntries)
     def clearFindAndRebuild(self):
@@ -327,7 +356,10 @@ class PGCatalogTool(UniqueObject, Folder):
     def _read(self, sql: str, params, **options) -> list[tuple]:
         """Rows of *sql*, which reads the catalog rows as ``ROWS``: the
         catalog as this transaction sees it, its pending changes included."""
-        sql, head = catalog_sql(sql, get_pending())
+        pending = get_pending()
+        if pending is not None and pending.reordered:
+            refresh_positions(self)  # folders reordered since: positions first
+        sql, head = catalog_sql(sql, pending)
         return self._fetch(sql, [*head, *params], **options)
 
     def _select(self, columns: str, where: str, params) -> list[tuple]:
@@ -361,16 +393,18 @@ class PGCatalogTool(UniqueObject, Folder):
         texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
         lexicons = self._lexicons() if texts else {}
         spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
+        for value in query.values():
+            ordered(value)
         stmt = build(query, defs, lexicons, self.getPhysicalPath())
         if stmt is None:
             return LazyCat([])
         add_sort(stmt, spec)
 
-        b_start = int(query.get("b_start", 0) or 0)
+        b_start = _bounded(int(query.get("b_start", 0) or 0))
         b_size = query.get("b_size")
-        b_size = None if b_size is None else max(int(b_size), 0)
+        b_size = None if b_size is None else _bounded(max(int(b_size), 0))
         limit = query.get("sort_limit", query.get("sort-limit"))
-        limit = None if limit in (None, "") else max(int(limit), 0) or None
+        limit = None if limit in (None, "") else _bounded(max(int(limit), 0)) or None
         if b_size is not None:
             limit = b_start + b_size
         elif limit:
@@ -530,10 +564,6 @@ class PGCatalogTool(UniqueObject, Folder):
             show_inactive = query.get("show_inactive")
         if show_inactive is None:
             show_inactive = self.allow_inactive(kw)
-        user = _getAuthenticatedUser(self)
-        kw["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(user)
-        if not show_inactive:
-            kw["effectiveRange"] = DateTime()
         sort_on = kw.get("sort_on") or []
         if isinstance(sort_on, str):
             sort_on = [sort_on]
@@ -546,7 +576,20 @@ class PGCatalogTool(UniqueObject, Folder):
             kw["sort_on"] = sort_on
         else:
             kw.pop("sort_on", None)
-        return self._search(merge_query(query, **kw))
+        return self._search(self._secured(merge_query(query, **kw), not show_inactive))
+
+    def _secured(self, query: dict, active_only: bool) -> dict:
+        """*query* limited to what the current user may see (and to active
+        content if *active_only*).  The caller's own keys for these indexes
+        go, options too: stock Plone lets ``allowedRolesAndUsers_range``
+        or ``_operator`` change its security term; here nothing can."""
+        replaced = SECURITY_INDEXES if active_only else SECURITY_INDEXES[:1]
+        query = {key: value for key, value in query.items() if _index_of_key(key) not in replaced}
+        user = _getAuthenticatedUser(self)
+        query["allowedRolesAndUsers"] = {"query": self._listAllowedRolesAndUsers(user)}
+        if active_only:
+            query["effectiveRange"] = {"query": DateTime()}
+        return query
 
     __call__ = searchResults
 
@@ -563,10 +606,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def search(self, query_request, sort_index=None, reverse=0, limit=None, merge=1):
         processQueue()
         query = dict(query_request)
-        user = _getAuthenticatedUser(self)
-        query["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(user)
-        if not self.allow_inactive(query):
-            query["effectiveRange"] = DateTime()
+        query = self._secured(query, not self.allow_inactive(query))
         if sort_index is not None:
             query["sort_on"] = getattr(sort_index, "getId", lambda: sort_index)()
             query["sort_order"] = "reverse" if reverse else ""
@@ -582,21 +622,24 @@ class PGCatalogTool(UniqueObject, Folder):
         return counter + 1 if has_changes(get_pending()) else counter
 
     @security.protected(SearchZCatalog)
-    def getpath(self, rid):
-        rows = self._select("path", f"zoid = %s AND {CATALOGED}", [rid])
+    def getpath(self, rid) -> str:
+        rows = self._select("path", f"zoid = %s AND {CATALOGED}", [rid]) if _is_rid(rid) else []
         if not rows:
             raise KeyError(rid)
         return rows[0][0]
 
     @security.protected(SearchZCatalog)
     def getrid(self, path, default=None):
+        if not isinstance(path, str) or "\x00" in path:
+            return default
         rows = self._select("zoid", f"path = %s AND {CATALOGED}", [path])
         return rows[0][0] if rows else default
 
-    @security.protected(SearchZCatalog)
-    def getIndexDataForRID(self, rid) -> dict:
-        """Every index's entry for a record (plone.app.event reads the
-        occurrences of events from ``start`` and ``end`` here)."""
+    def _index_entries(self, rid) -> dict | None:
+        """Every index's entry for a record (see ``index_entry``), without
+        the indexes that hold nothing for it; None if it is not cataloged."""
+        if not _is_rid(rid):
+            return None
         defs = self._index_defs()
         texts = [d for d in defs.values() if d.kind == r.TEXT]
         # a text index's words in document order, from the tsvector positions
@@ -604,12 +647,20 @@ class PGCatalogTool(UniqueObject, Folder):
             f", (SELECT array_agg(w.lexeme ORDER BY p) FROM unnest({d.expression()}) AS w, unnest(w.positions) AS p)"
             for d in texts
         )
-        rows = self._select(f"path, idx{words}", f"zoid = %s AND {CATALOGED}", [int(rid)])
+        rows = self._select(f"path, idx{words}", f"zoid = %s AND {CATALOGED}", [rid])
         if not rows:
-            return {name: "" for name in defs}
+            return None
         path, idx, *text_words = rows[0]
         by_text = dict(zip((d.name for d in texts), text_words, strict=True))
-        return {name: index_entry(d, idx, path, by_text.get(name)) for name, d in defs.items()}
+        entries = {name: index_entry(d, idx, path, by_text.get(name), _MISSING) for name, d in defs.items()}
+        return {name: entry for name, entry in entries.items() if entry is not _MISSING}
+
+    @security.protected(SearchZCatalog)
+    def getIndexDataForRID(self, rid) -> dict:
+        """Every index's entry for a record (plone.app.event reads the
+        occurrences of events from ``start`` and ``end`` here)."""
+        entries = self._index_entries(rid) or {}
+        return {name: entries.get(name, "") for name in self._index_defs()}
 
     @security.protected(SearchZCatalog)
     def getMetadataForRID(self, rid) -> dict:
@@ -632,27 +683,32 @@ class PGCatalogTool(UniqueObject, Folder):
         return self.unrestrictedTraverse(self.getpath(rid))
 
     @security.protected(SearchZCatalog)
-    def uniqueValuesFor(self, name):
-        index = self._index_defs().get(name)
-        if index is None:
-            raise KeyError(name)  # as ZCatalog's getIndex
-        # in code point order, as the keys of ZCatalog's BTrees
-        if index.kind == r.KEYWORD:
-            expr = index.expression()
+    def uniqueValuesFor(self, name) -> tuple:
+        """The distinct values of an index, as its kind lists them on
+        ZCatalog (``KeyError`` for an unknown index)."""
+        return tuple(self.Indexes[name].uniqueValues())
+
+    @security.protected(ManageZCatalogEntries)
+    def getIndexObjects(self) -> list:
+        """Every index object (GenericSetup's ``catalog.xml`` export)."""
+        return list(self.Indexes.values())
+
+    def _cataloged_rows_by(self, order: str, batch: int = 1000):
+        """``(path, zoid)`` of every catalog row, in *order* (``"path"`` or
+        ``"zoid"``), read a batch at a time."""
+        column = {"path": "path", "zoid": "zoid"}[order]
+        after = None
+        while True:
+            where = CATALOGED if after is None else f"{CATALOGED} AND {column} > %s"
             rows = self._select(
-                f'DISTINCT jsonb_array_elements_text({expr}) COLLATE "C"',
-                f"{CATALOGED} AND jsonb_typeof({expr}) = 'array' ORDER BY 1",
-                [],
+                "path, zoid",
+                f"{where} ORDER BY {column} LIMIT {int(batch)}",
+                [] if after is None else [after],
             )
-        elif index.kind in (r.FIELD, r.UUID):
-            rows = self._select(
-                f'DISTINCT (idx->>{index.key}) COLLATE "C"',
-                f"{CATALOGED} AND idx ? %s ORDER BY 1",
-                [index.name],
-            )
-        else:
-            raise CatalogError(f"uniqueValuesFor is not supported for {index.kind} {name!r}")
-        return tuple(v for (v,) in rows)
+            yield from rows
+            if len(rows) < batch:
+                return
+            after = rows[-1][0 if column == "path" else 1]
 
     @property
     def Indexes(self) -> IndexesMapping:
@@ -670,3 +726,39 @@ class PGCatalogTool(UniqueObject, Folder):
 
 
 InitializeClass(PGCatalogTool)
+
+
+_MISSING = object()
+
+# The indexes of Plone's security terms, which searchResults sets itself
+SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")
+
+
+def _index_of_key(key) -> str | None:
+    """The security index a query key is about: its name or a flat
+    ``<index>_<option>`` key (``allowedRolesAndUsers_operator``)."""
+    if isinstance(key, str):
+        for name in SECURITY_INDEXES:
+            if key == name or key.startswith(name + "_"):
+                return name
+    return None
+
+
+def _is_rid(rid) -> bool:
+    """Whether *rid* can be a record id (an object id: a 64-bit integer)."""
+    return isinstance(rid, int) and not isinstance(rid, bool) and -(2**63) <= rid < 2**63
+
+
+# Batch positions and sizes past any catalog's length all mean the same
+_FAR = 2**40
+
+
+def _bounded(number: int) -> int:
+    """*number* within ±:data:`_FAR` (so that sums stay 64-bit SQL integers)."""
+    return max(-_FAR, min(number, _FAR))
+
+
+def _redirect(response, url: str | None, message: str) -> None:
+    """Back to the catalog's ZMI page with *message*, as ZCatalog's forms do."""
+    if response is not None and url:
+        response.redirect(f"{url}/manage_main?manage_tabs_message={quote(message)}")

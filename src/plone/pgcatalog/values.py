@@ -15,6 +15,7 @@ from datetime import UTC
 from zope.i18nmessageid import Message
 
 import base64
+import json
 import math
 import orjson
 import pickle
@@ -31,16 +32,27 @@ def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
     The integer is ``((((year*12+month)*31+day)*24+hour)*60+minute)`` in
     UTC, the representation DateIndex sorts and compares, so our ranges are
     minute-truncated exactly like ZCatalog's.  Accepts DateTime, datetime,
-    date, epoch int/float and date strings, as DateIndex does.
+    date, epoch int/float and date strings, as DateIndex does.  A date
+    beyond what DateIndex can hold counts as :data:`MAX_DATE`, as CMFPlone's
+    patch of DateIndex makes it (``Products.CMFPlone.patches.dateIndexPatch``).
     """
+    try:
+        return _date_minutes(value, naive_as_local, precision)
+    except OverflowError:
+        return _date_minutes(MAX_DATE, naive_as_local, precision)
+
+
+# CMFPlone indexes and searches dates it cannot convert as this one
+MAX_DATE = DateTime(4008, 0)
+
+
+def _date_minutes(value, naive_as_local: bool, precision: int):
     if isinstance(value, DateTime):
         parts = value.toZone("UTC").parts()
     elif isinstance(value, bool):
         return None
     elif isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            return None
-        parts = time.gmtime(value)
+        parts = time.gmtime(value)  # OverflowError beyond time_t, as DateIndex
     elif isinstance(value, str) and value:
         parts = DateTime(value).toZone("UTC").parts()
     elif isinstance(value, datetime):
@@ -155,6 +167,15 @@ def decode_metadata(value):
         if key == _DICT:
             return {k: decode_metadata(v) for k, v in inner.items()}
     return {k: decode_metadata(v) for k, v in value.items()}
+
+
+def json_text(value) -> str:
+    """*value* as JSON text for a ``jsonb`` parameter; integers beyond 64
+    bits too (JSON numbers have no limit, orjson's have)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, allow_nan=False)
 
 
 # -- array parameters -------------------------------------------------------------
