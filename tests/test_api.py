@@ -213,6 +213,8 @@ class CallersTest(BothSitesTestCase):
     classes, ``_catalog``'s mappings, clearing and rebuilding, interface
     objects as keywords, and partial reindexes naming no index."""
 
+    maxDiff = None
+
     def setUp(self):
         super().setUp()
         for _site in self.built_sites():
@@ -247,19 +249,31 @@ class CallersTest(BothSitesTestCase):
         names = self.each(lambda site, catalog: sorted(catalog.indexes()))
         self.assertEqual(names[0], names[1])
         outcomes = {}
+
+        def ask_path_components(site, catalog):
+            pairs = catalog.Indexes["path"].uniqueValues(withLengths=True)
+            under = catalog.unrestrictedSearchResults(path=self.roots[site] + "/item-005")
+            return {self.local(site, key): count for key, count in pairs}, len(under)
+
         for name in names[0]:
             for lengths in (False, True):
 
                 def ask(site, catalog, name=name, lengths=lengths):
                     values = list(catalog.Indexes[name].uniqueValues(withLengths=lengths))
-                    if lengths and name == "path":
-                        return ("ZCatalog raises: None is its first key", values[:0])
                     if name in varying:
                         keys = [v[0] if lengths else v for v in values]
                         return (keys == sorted(keys), {type(k).__name__ for k in keys})
                     return self.local(site, values)
 
                 expected, got = self.each(ask)
+                if lengths and name == "path":
+                    # ExtendedPathIndex fails here (None is its first key);
+                    # ours counts the records under each component
+                    self.assertEqual(expected, ("raised", "TypeError"))
+                    components, under = self.each(ask_path_components)[1]
+                    self.assertEqual(components["item-005"], under)
+                    self.assertGreater(components["<site>"], under)
+                    continue
                 self.assertEqual(expected, got, (name, lengths))
                 outcomes[name] = expected
             expected, got = self.each(lambda site, catalog, name=name: len(catalog.uniqueValuesFor(name)))
@@ -335,7 +349,7 @@ class CallersTest(BothSitesTestCase):
             self.assertEqual(len(uids), len(catalog))
             by_path = {path: uids[path] for path in uids.keys()}
             self.assertEqual({paths[rid]: rid for rid in paths}, by_path)
-            names = catalog.schema()
+            names = internals.names  # the order of the tuples (not schema()'s)
             rows = {}
             for path, rid in by_path.items():
                 if path == self.roots[site]:

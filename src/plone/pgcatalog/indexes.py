@@ -84,6 +84,8 @@ class IndexView:
 
     def getEntryForObject(self, documentId: int, default=None):
         """What the index holds for a record: its value, words or path."""
+        if self._def.kind == r.GOPIP:
+            return []  # ZCatalog's GopipIndex holds nothing, for any record
         entries = self._tool._index_entries(documentId)
         if entries is None:
             return default
@@ -249,12 +251,18 @@ def _unique_values(tool, index: r.IndexDef, with_lengths: bool) -> Iterator:
 
 
 def _range_end_values(tool, index: r.IndexDef, end: int, with_lengths: bool) -> Iterator:
-    """One end of a DateRangeIndex: its minutes, open ends left out."""
-    expr = index.range_expressions()[end]
-    open_end = r.OPEN_START if end == 0 else r.OPEN_END
-    counts = _grouped(tool, f"to_jsonb({expr})", f"idx ? {index.key} AND {expr} <> {open_end}")
-    for value in _sorted(counts):
-        yield (value, counts[value]) if with_lengths else value
+    """One end of a DateRangeIndex: its minutes, open ends left out.  As
+    the stock index keeps them in two trees, the records whose other end
+    is bounded come first, then those whose other end is open (a value may
+    show in both)."""
+    expressions = index.range_expressions()
+    expr, other = expressions[end], expressions[1 - end]
+    open_end, other_open = (r.OPEN_START, r.OPEN_END) if end == 0 else (r.OPEN_END, r.OPEN_START)
+    for test in ("<>", "="):
+        where = f"idx ? {index.key} AND {expr} <> {open_end} AND {other} {test} {other_open}"
+        counts = _grouped(tool, f"to_jsonb({expr})", where)
+        for value in _sorted(counts):
+            yield (value, counts[value]) if with_lengths else value
 
 
 class IndexesMapping(Mapping):
@@ -392,6 +400,8 @@ def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None
         return default
     if index.kind == r.DATE_RECURRING:
         return tuple(value)
+    if index.kind == r.BOOLEAN:
+        return int(value)  # a BooleanIndex keeps 1 and 0
     if index.kind == r.DATE_RANGE:
         since, until = value
         return (None if since == r.OPEN_START else since, None if until == r.OPEN_END else until)

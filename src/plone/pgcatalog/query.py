@@ -33,7 +33,6 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import json_text
-from zope.interface.interfaces import IInterface
 from Products.ZCatalog.ZCatalog import CatalogError
 from ZPublisher.HTTPRequest import record
 
@@ -160,8 +159,7 @@ WALK_MAX_ROWS = 1000
 
 class _Bound:
     """A query value that ZCatalog's BTrees order before (BELOW) or after
-    (ABOVE) every key they hold: ``-inf`` and ``inf``, and interface
-    objects, which zope.interface orders after anything without a name."""
+    (ABOVE) every key they hold: ``-inf`` and ``inf``."""
 
     def __init__(self, name: str):
         self.name = name
@@ -221,8 +219,7 @@ def _scalar(index: r.IndexDef, value):
         return _Unstorable(value) if math.isnan(value) else (ABOVE if value > 0 else BELOW)
     if isinstance(value, (int, float)):
         return value
-    if IInterface.providedBy(value):
-        return ABOVE
+    # an interface object too: it cannot be ordered among names
     return _Uncomparable(value)
 
 
@@ -230,6 +227,22 @@ def _keys(index: r.IndexDef, values) -> list:
     """The values that can equal a stored key (the others match nothing)."""
     keys = (_scalar(index, v) for v in values if v is not None)
     return [k for k in keys if not isinstance(k, (_Bound, _Unstorable))]
+
+
+def _not_keys(index: r.IndexDef, values) -> list:
+    """The keys a ``not`` option excludes.  UnIndex looks each one up in
+    its BTree without the guard its equality lookups have, so a value that
+    cannot be compared with the keys fails the search."""
+    keys = []
+    for value in values:
+        if value is None:
+            continue
+        key = _scalar(index, value)
+        if isinstance(key, _Uncomparable):
+            raise TypeError(f"index {index.name!r}: cannot compare {value!r} with the keys of the index")
+        if not isinstance(key, (_Bound, _Unstorable)):
+            keys.append(key)
+    return keys
 
 
 def _bounds(index: r.IndexDef, values, spec: str) -> tuple:
@@ -274,7 +287,7 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
     cast = f"::{sql_type}"
     where, params = [], []
     values = [k for k in q.keys if k is not None]
-    not_keys = _keys(index, q.get("not") or ())
+    not_keys = _not_keys(index, q.get("not") or ())
     range_ = q.get("range")
     if index.kind == r.BOOLEAN:
         # BooleanIndex knows only ``query``; documents without a value never match.
@@ -335,7 +348,7 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     expr = index.expression()
     values = [k for k in q.keys if k is not None]
     keys = _keys(index, values)
-    not_keys = _keys(index, q.get("not") or ())
+    not_keys = _not_keys(index, q.get("not") or ())
     if q.get("range"):
         _keyword_range(index, q, values, stmt)
     elif values and (q.get("operator") == "and" and len(keys) < len(values) or not keys):

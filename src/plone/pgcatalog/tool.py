@@ -647,11 +647,18 @@ class PGCatalogTool(UniqueObject, Folder):
             f", (SELECT array_agg(w.lexeme ORDER BY p) FROM unnest({d.expression()}) AS w, unnest(w.positions) AS p)"
             for d in texts
         )
-        rows = self._select(f"path, idx{words}", f"zoid = %s AND {CATALOGED}", [rid])
+        # keyword lists kept in a column of their own (object_provides)
+        own = [d for d in defs.values() if d.kind != r.TEXT and d.column is not None]
+        columns = "".join(f", {d.column}" for d in own)
+        rows = self._select(f"path, idx{columns}{words}", f"zoid = %s AND {CATALOGED}", [rid])
         if not rows:
             return None
-        path, idx, *text_words = rows[0]
-        by_text = dict(zip((d.name for d in texts), text_words, strict=True))
+        path, idx, *rest = rows[0]
+        idx = {
+            **idx,
+            **{d.name: value for d, value in zip(own, rest[: len(own)], strict=True) if value is not None},
+        }
+        by_text = dict(zip((d.name for d in texts), rest[len(own) :], strict=True))
         entries = {name: index_entry(d, idx, path, by_text.get(name), _MISSING) for name, d in defs.items()}
         return {name: entry for name, entry in entries.items() if entry is not _MISSING}
 
