@@ -8,7 +8,9 @@ without either.  The content has pages whose effective date lies ahead and
 pages that have expired.
 """
 
+from DateTime import DateTime
 from helpers import BothSitesTestCase
+from helpers import relpaths
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
@@ -92,3 +94,50 @@ class SecurityTest(BothSitesTestCase):
         for name in ("bob", "carol", "dave"):
             self.assertGreater(seen[name], seen["erin"], seen)
         self.assertLess(seen["manager"], seen["unrestricted"], seen)
+
+    def test_callers_security_keys_never_widen(self):
+        """A caller's own ``allowedRolesAndUsers`` or ``effectiveRange``
+        keys, options included, never show more than the plain search:
+        the terms the catalog adds replace them, however they are passed
+        (keywords, a query dict, ``search``)."""
+        pg, z = self.sites
+        future = DateTime() + 3650
+        tricks = [
+            {"allowedRolesAndUsers": "Manager"},
+            {"allowedRolesAndUsers": {"query": ["Manager", "Owner", "Anonymous"], "operator": "or"}},
+            {"allowedRolesAndUsers": {"query": "Anonymous", "range": "min"}},
+            {"allowedRolesAndUsers_range": "min"},
+            {"allowedRolesAndUsers_range": "min:max", "allowedRolesAndUsers_operator": "or"},
+            {"allowedRolesAndUsers_operator": "and", "allowedRolesAndUsers_not": "Anonymous"},
+            {"allowedRolesAndUsers_query": "Manager"},
+            {"effectiveRange": future},
+            {"effectiveRange": None},
+            {"effectiveRange_query": future},
+            {"effectiveRange_range": "min", "effectiveRange_not": DateTime()},
+        ]
+        widened_on_stock = 0
+        for user in ("Anonymous", "erin", "carol"):
+            for site in self.sites:
+                if user == "Anonymous":
+                    logout()
+                else:
+                    login(site, user)
+                root = "/".join(site.getPhysicalPath())
+                catalog = site.portal_catalog
+                plain = relpaths(site, catalog(path=root, sort_on="path"))
+                for trick in tricks:
+                    query = {**trick, "path": root, "sort_on": "path"}
+                    if site is z:
+                        try:
+                            found = relpaths(site, catalog(**query))
+                        except ValueError:  # effectiveRange takes no options
+                            continue
+                        widened_on_stock += not set(found) <= set(plain)
+                        continue
+                    with self.subTest(user=user, trick=trick):
+                        self.assertEqual(relpaths(site, catalog(**query)), plain)
+                        self.assertEqual(relpaths(site, catalog.searchResults(query)), plain)
+                        # ``search`` sorts only by its own argument
+                        self.assertEqual(sorted(relpaths(site, catalog.search(query))), sorted(plain))
+        # the tricks are real: stock Plone shows more for some of them
+        self.assertGreater(widened_on_stock, 0)

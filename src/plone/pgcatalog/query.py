@@ -211,6 +211,11 @@ def _scalar(index: r.IndexDef, value):
         return _Uncomparable(value) if converted is None else converted
     if index.kind == r.BOOLEAN:
         return bool(value)
+    if index.sql_type == "text":
+        # the BTree of a text index orders nothing but text among its keys
+        if not isinstance(value, str):
+            return _Uncomparable(value)
+        return value if _text_ok(value) else _Unstorable(value)
     if isinstance(value, DateTime):
         return value.toZone("UTC").ISO8601()
     if isinstance(value, str):
