@@ -46,7 +46,7 @@ MEMBER = "fuzz-member"
 USERS = ("Anonymous", "Member", "Manager")
 
 # ZCatalog's refusals of a bad query: ours must refuse with the same class
-REFUSALS = (ValueError, TypeError, KeyError, CatalogError, ParseError, DateTimeError)
+REFUSALS = (ValueError, TypeError, KeyError, CatalogError, ParseError, DateTimeError, OverflowError)
 
 # ZCatalog answers differently for these on purpose (stock Plone widens
 # with ``allowedRolesAndUsers_range="min"``): only the privacy check applies
@@ -559,6 +559,7 @@ class FuzzCase(BothSitesTestCase):
         self.index_names = list(self.z.portal_catalog.indexes())
         indexes = self.z.portal_catalog.getIndexObjects()
         self.range_indexes = {index.getId() for index in indexes if index.meta_type == "DateRangeIndex"}
+        self.keyword_indexes = {index.getId() for index in indexes if index.meta_type == "KeywordIndex"}
         self.plain = {}
         for user in USERS:
             self.log_in(self.pg, user)
@@ -612,9 +613,11 @@ class FuzzCase(BothSitesTestCase):
             self.assert_private(got, what)
         keys = sort_keys(zq, self.index_names)
         # ZCatalog takes a DateRangeIndex for a sort index, then fails to
-        # sort on it once there is something to sort: it has no answer
-        if not has_security_key(template) and not set(keys) & self.range_indexes:
-            differences = [self.difference(keys, answer, got) for answer in expected]
+        # sort on it once there is something to sort: it has no answer; on
+        # a KeywordIndex it repeats records (docs/reference.md)
+        unanswered = self.range_indexes | self.keyword_indexes
+        if not has_security_key(template) and not set(keys) & unanswered:
+            differences = [self.difference(keys, answer, got, len(zq)) for answer in expected]
             if all(differences):
                 raise failure(*differences[0])(what)
 
@@ -628,15 +631,20 @@ class FuzzCase(BothSitesTestCase):
             if inactive(obj, now) and not manager.checkPermission("Access inactive portal content", obj):
                 raise failure("ShowsInactive")(f"{path} is inactive{what}")
 
-    def difference(self, keys: list, expected: Answer, got: Answer) -> tuple[str, ...]:
+    def difference(self, keys: list, expected: Answer, got: Answer, parts: int) -> tuple[str, ...]:
         """How *got* differs from ZCatalog's *expected*, as the names of a
-        failure class; empty if it does not."""
+        failure class; empty if it does not.  Of a query of several *parts*
+        that has more than one fault, which fault is reported depends on
+        the order the parts are read in (ZCatalog's: by timings): there,
+        any refusal is ZCatalog's answer."""
         zerror, error = expected.error, got.error
         if zerror is not None:
             if zcatalog_crashed(zerror):
                 return ()
             if error is None:
                 return ("AnswersWhereZCatalogRaises", type(zerror).__name__)
+            if parts > 1 and isinstance(error, REFUSALS):
+                return ()
             if isinstance(zerror, REFUSALS) and type(error) is not type(zerror):
                 return ("Raises", type(error).__name__, "Not", type(zerror).__name__)
             return ()

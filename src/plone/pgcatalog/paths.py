@@ -101,7 +101,8 @@ def search(
 ) -> tuple[str, list]:
     """One path of a query: SQL and parameters (or EVERYTHING / NOTHING)."""
     if not isinstance(path, str):
-        path, level = path[0], _int(path[1], "level")
+        # ExtendedPathIndex reads the level of a (path, level) pair with int()
+        path, level = path[0], max(-_FAR, min(int(path[1]), _FAR))
         if not isinstance(path, str):
             raise TypeError(f"index 'path': {path!r} is not a path")
     comps = [part for part in path.split("/") if part]

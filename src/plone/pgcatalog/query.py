@@ -64,18 +64,11 @@ def merge_query(query=None, **kw) -> dict:
     return merged
 
 
-def ordered(value) -> None:
-    """Raise ``TypeError`` where ZCatalog's query canonicalisation does:
-    it sorts every list or tuple value (``Catalog.make_query``), so one
-    whose items cannot be ordered (``None`` or an interface among names,
-    names among numbers) fails the search."""
-    if not isinstance(value, (list, tuple)) or len(value) < 2:
-        return
-    if all(isinstance(v, str) for v in value):
-        return
-    if all(isinstance(v, (int, float)) for v in value):
-        return
-    sorted(value)
+def canonical(query: dict) -> dict:
+    """*query* as ``Catalog.make_query`` canonicalises it: every list or
+    tuple value sorted (a ``TypeError`` if its items cannot be ordered:
+    ``None`` or an interface among names, names among numbers)."""
+    return {key: sorted(v) if isinstance(v, (list, tuple)) else v for key, v in query.items()}
 
 
 def index_query(query: dict, index: r.IndexDef) -> IndexQuery:
@@ -243,6 +236,8 @@ def _not_keys(index: r.IndexDef, values) -> list:
         if value is None:
             continue
         key = _scalar(index, value)
+        if isinstance(key, _Uncomparable) and index.kind in (r.DATE, r.DATE_RECURRING):
+            continue  # DateIndex makes None of it, which matches no key
         if isinstance(key, _Uncomparable):
             raise TypeError(f"index {index.name!r}: cannot compare {value!r} with the keys of the index")
         if not isinstance(key, (_Bound, _Unstorable)):
@@ -295,15 +290,19 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
     not_keys = _not_keys(index, q.get("not") or ())
     range_ = q.get("range")
     if index.kind == r.BOOLEAN:
-        # BooleanIndex knows only ``query``; documents without a value never match.
-        if not values:
+        # BooleanIndex knows only ``query`` and answers for its first key
+        # (None is false); documents without a value never match.
+        if not q.keys:
             raise Nothing
-        keys = [_scalar(index, k) for k in values]
-        return [f"{expr} = ANY(%s{cast}[])"], [array_literal(_param(sql_type, k) for k in keys)]
+        return [f"{expr} = %s{cast}"], [bool(q.keys[0])]
     if range_:
-        if not values:
-            raise Nothing
-        lo, hi = _bounds(index, values, str(range_))
+        spec = str(range_)
+        if values:
+            lo, hi = _bounds(index, values, spec)
+        elif not q.get("not") and ("min" in spec or "max" in spec):
+            min(values)  # raises, as UnIndex's min() of no keys
+        else:
+            lo = hi = None  # UnIndex ranges over every key (but the excluded)
         if lo is not None:
             where.append(f"{expr} >= %s{cast}")
             params.append(_param(sql_type, lo))
@@ -459,11 +458,13 @@ def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
 def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement, catalog_path: Sequence[str]) -> None:
     keys = []
     for key in q.keys:
-        if key is None:
-            continue
-        path = key[0] if isinstance(key, (list, tuple)) and len(key) == 2 else key  # (path, level)
-        if not isinstance(path, str):
-            raise TypeError(f"index {index.name!r}: {path!r} is not a path")
+        path = key
+        if not isinstance(key, str):
+            # a (path, level) pair, read as ExtendedPathIndex reads it
+            int(key[1])
+            path = key[0]
+            if not isinstance(path, str):
+                raise TypeError(f"index {index.name!r}: {path!r} is not a path")
         if _text_ok(path):  # else no row's path can match it
             keys.append(key)
     if not keys:
@@ -480,12 +481,12 @@ def _path(index: r.IndexDef, q: IndexQuery, stmt: Statement, catalog_path: Seque
 
 
 def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, lexicon) -> None:
-    keys = [k for k in q.keys if k is not None]
-    if not keys:
-        raise Nothing
-    # ZCTextIndex joins the values: text only
+    keys = list(q.keys)
+    # ZCTextIndex joins the values: text only (None too fails)
     if not all(isinstance(k, str) for k in keys):
         raise TypeError(f"index {index.name!r}: a text query must be text, not {keys!r:.80}")
+    if not keys:
+        raise Nothing
     text = " ".join(keys)
     tree = parse(text, lexicon)
     if tree is None:
@@ -533,6 +534,8 @@ def build(
                 # nothing, which ends the search with no results
                 raise Nothing
             q = index_query(query, index)
+            if kind in _UNINDEX_KINDS:
+                _cache_key(q)
             if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN):
                 _field(index, q, stmt)
             elif kind == r.KEYWORD:
@@ -553,6 +556,20 @@ def build(
     return stmt
 
 
+# The kinds whose stock index is UnIndex's query_index, with its request cache
+_UNINDEX_KINDS = (r.FIELD, r.UUID, r.DATE, r.KEYWORD, r.DATE_RECURRING)
+
+
+def _cache_key(q: IndexQuery) -> None:
+    """Raise ``TypeError`` where UnIndex does: it keys a request cache by
+    the query's keys, ``not`` values and range, so an unhashable one (a
+    list inside the list) fails the search."""
+    frozenset(q.keys)
+    frozenset(q.get("not") or ())
+    hash(q.get("range"))
+    hash(q.get("usage"))
+
+
 def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.IndexDef, bool]]:
     """``sort_on`` / ``sort_order`` as (index, descending) pairs.
 
@@ -565,14 +582,8 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
         return []
     if not isinstance(names, (list, tuple)):
         names = [names]
-    result = []
-    orders = _sort_attr(query, "order")
-    if orders is None:
-        orders = [""]
-    elif isinstance(orders, str):
-        orders = [orders]
-    reverse = [str(o).lower() in ("reverse", "descending") for o in orders]
-    for i, name in enumerate(names):
+    chosen = []
+    for name in names:
         index = indexes.get(name) if isinstance(name, str) else None
         if index is None:
             raise CatalogError(f"Unknown sort_on index: {name!r}")
@@ -580,6 +591,17 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
             raise CatalogError(
                 f"The index chosen for sort_on is not capable of being used as a sort index: {name!r}"
             )
+        chosen.append(index)
+    orders = _sort_attr(query, "order")
+    if orders is None:
+        orders = [""]
+    elif isinstance(orders, str):
+        orders = [orders]
+    elif not isinstance(orders, (list, tuple)):
+        raise TypeError(f"sort_order must be text or a list of it, not {orders!r}")
+    reverse = [str(o).lower() in ("reverse", "descending") for o in orders]
+    result = []
+    for i, index in enumerate(chosen):
         if len(reverse) == 1:
             descending = reverse[0]
         elif i < len(reverse):

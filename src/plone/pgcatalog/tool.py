@@ -41,7 +41,7 @@ from plone.pgcatalog.relevance import ranked_sql
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
-from plone.pgcatalog.query import ordered
+from plone.pgcatalog.query import canonical
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.rebuild import cataloged_objects
@@ -393,24 +393,19 @@ class PGCatalogTool(UniqueObject, Folder):
         texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
         lexicons = self._lexicons() if texts else {}
         spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
-        for value in query.values():
-            ordered(value)
+        query = canonical(query)
         stmt = build(query, defs, lexicons, self.getPhysicalPath())
         if stmt is None:
             return LazyCat([])
         add_sort(stmt, spec)
-
-        b_start = _bounded(int(query.get("b_start", 0) or 0))
-        b_size = query.get("b_size")
-        b_size = None if b_size is None else _bounded(max(int(b_size), 0))
-        limit = query.get("sort_limit", query.get("sort-limit"))
-        limit = None if limit in (None, "") else _bounded(max(int(limit), 0)) or None
-        if b_size is not None:
-            limit = b_start + b_size
-        elif limit:
-            b_size = limit
-
         where = stmt.where_sql()
+        try:
+            b_start, b_size, limit = _batch(query)
+        except (TypeError, ValueError, OverflowError):
+            # ZCatalog reads these only once something matched
+            if self._select("1", f"{where} LIMIT 1", stmt.params):
+                raise
+            return LazyCat([])
 
         def count() -> int:
             return self._select("count(*)", where, stmt.params)[0][0]
@@ -758,6 +753,27 @@ def _is_rid(rid) -> bool:
 
 # Batch positions and sizes past any catalog's length all mean the same
 _FAR = 2**40
+
+
+def _batch(query: dict) -> tuple[int, int | None, int | None]:
+    """``b_start``, ``b_size`` and the limit of a search, read as ZCatalog
+    reads them (its errors for what ``int()`` refuses); ``sort_limit``
+    counts only without ``b_size``, and 0 or below is no limit."""
+    b_start = _bounded(int(query.get("b_start", 0)))
+    b_size = query.get("b_size")
+    if b_size is not None:
+        b_size = _bounded(max(int(b_size), 0))
+        return b_start, b_size, b_start + b_size
+    limit = query.get("sort-limit")
+    if limit is None:
+        limit = query.get("sort_limit")
+    if not limit:
+        return b_start, None, None
+    if not isinstance(limit, int):
+        # ZCatalog slices its results with it
+        raise TypeError(f"sort_limit must be an integer, not {limit!r}")
+    limit = _bounded(max(limit, 0)) or None
+    return b_start, limit, limit
 
 
 def _bounded(number: int) -> int:

@@ -49,9 +49,7 @@ MAX_DATE = DateTime(4008, 0)
 def _date_minutes(value, naive_as_local: bool, precision: int):
     if isinstance(value, DateTime):
         parts = value.toZone("UTC").parts()
-    elif isinstance(value, bool):
-        return None
-    elif isinstance(value, (int, float)):
+    elif isinstance(value, (int, float)):  # booleans too, as DateIndex
         parts = time.gmtime(value)  # OverflowError beyond time_t, as DateIndex
     elif isinstance(value, str) and value:
         parts = DateTime(value).toZone("UTC").parts()
