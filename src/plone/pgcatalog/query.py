@@ -180,6 +180,15 @@ class _Uncomparable(_Unstorable):
     over it is a ``TypeError``."""
 
 
+class _TextNumber(str):
+    """A number queried on a text index, as the text it is stored as."""
+
+    def __new__(cls, number):
+        text = super().__new__(cls, json_text(number))
+        text.value = number
+        return text
+
+
 def _text_ok(text: str) -> bool:
     """Whether PostgreSQL can hold *text* (no NUL, valid UTF-8)."""
     if "\x00" in text:
@@ -205,10 +214,14 @@ def _scalar(index: r.IndexDef, value):
     if index.kind == r.BOOLEAN:
         return bool(value)
     if index.sql_type == "text":
+        if isinstance(value, str):
+            return value if _text_ok(value) else _Unstorable(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            # equals its text: a field index taken for text may hold numbers
+            # (cmf_uid); ranges and ``not`` refuse it (see _text_key)
+            return _TextNumber(value)
         # the BTree of a text index orders nothing but text among its keys
-        if not isinstance(value, str):
-            return _Uncomparable(value)
-        return value if _text_ok(value) else _Unstorable(value)
+        return _Uncomparable(value)
     if isinstance(value, DateTime):
         return value.toZone("UTC").ISO8601()
     if isinstance(value, str):
@@ -238,7 +251,7 @@ def _not_keys(index: r.IndexDef, values) -> list:
         key = _scalar(index, value)
         if isinstance(key, _Uncomparable) and index.kind in (r.DATE, r.DATE_RECURRING):
             continue  # DateIndex makes None of it, which matches no key
-        if isinstance(key, _Uncomparable):
+        if isinstance(key, (_Uncomparable, _TextNumber)):
             raise TypeError(f"index {index.name!r}: cannot compare {value!r} with the keys of the index")
         if not isinstance(key, (_Bound, _Unstorable)):
             keys.append(key)
@@ -251,7 +264,7 @@ def _bounds(index: r.IndexDef, values, spec: str) -> tuple:
     no value can lie in the range."""
     keys = [_scalar(index, v) for v in values if v is not None]
     for key in keys:
-        if isinstance(key, _Uncomparable):
+        if isinstance(key, (_Uncomparable, _TextNumber)):
             raise TypeError(f"index {index.name!r}: cannot compare {key.value!r} with the keys of the index")
         if isinstance(key, _Unstorable):
             raise ValueError(f"index {index.name!r}: {key.value!r} cannot bound a range")
