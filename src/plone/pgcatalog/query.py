@@ -240,16 +240,26 @@ def _keys(index: r.IndexDef, values) -> list:
     return [k for k in keys if not isinstance(k, (_Bound, _Unstorable))]
 
 
-def _not_keys(index: r.IndexDef, values) -> list:
+def _not_keys(index: r.IndexDef, q: IndexQuery) -> list:
     """The keys a ``not`` option excludes.  UnIndex looks each one up in
     its BTree without the guard its equality lookups have, so a value that
     cannot be compared with the keys fails the search."""
     keys = []
-    for value in values:
+    dates = index.kind in (r.DATE, r.DATE_RECURRING)
+    for value in q.get("not") or ():
         if value is None:
             continue
-        key = _scalar(index, value)
-        if isinstance(key, _Uncomparable) and index.kind in (r.DATE, r.DATE_RECURRING):
+        if dates and any(k is not None for k in q.keys):
+            # beside a query, UnIndex looks dates up unconverted: an error
+            # from inside its BTree wherever the query found something
+            # (its own fault), no effect where it found nothing
+            try:
+                key = _scalar(index, value)
+            except Exception:  # what DateTime refuses
+                continue
+        else:
+            key = _scalar(index, value)
+        if isinstance(key, _Uncomparable) and dates:
             continue  # DateIndex makes None of it, which matches no key
         if isinstance(key, (_Uncomparable, _TextNumber)):
             raise TypeError(f"index {index.name!r}: cannot compare {value!r} with the keys of the index")
@@ -300,7 +310,7 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
     cast = f"::{sql_type}"
     where, params = [], []
     values = [k for k in q.keys if k is not None]
-    not_keys = _not_keys(index, q.get("not") or ())
+    not_keys = _not_keys(index, q)
     range_ = q.get("range")
     if index.kind == r.BOOLEAN:
         # BooleanIndex knows only ``query`` and answers for its first key
@@ -365,7 +375,7 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     expr = index.expression()
     values = [k for k in q.keys if k is not None]
     keys = _keys(index, values)
-    not_keys = _not_keys(index, q.get("not") or ())
+    not_keys = _not_keys(index, q)
     if q.get("range"):
         _keyword_range(index, q, values, stmt)
     elif values and (q.get("operator") == "and" and len(keys) < len(values) or not keys):
@@ -536,37 +546,60 @@ def build(
     if not named:
         return None
     stmt = Statement(where=[], params=[])
+    # ZCatalog applies the indexes one by one and stops at the first that
+    # finds nothing, so a later index's fault never shows.  Untimed, its
+    # order is by name, the indexes that take a result set to limit last:
+    # the outcome here is the one it gives in that order.
+    zorder = sorted(named, key=lambda index: (index.kind not in _UNLIMITED_KINDS, index.name))
+    rank = {index.name: n for n, index in enumerate(zorder)}
+    empty_at, faults = len(zorder), []
     # UID and path clauses first: when they are selective, the others are
     # written as filters (see _filter)
-    first = sorted(named, key=lambda index: index.kind not in (r.UUID, r.PATH))
-    try:
-        for index in first:
-            kind = index.kind
-            if kind == r.GOPIP:
-                # ZCatalog's GopipIndex only sorts: as a filter it answers
-                # nothing, which ends the search with no results
-                raise Nothing
-            q = index_query(query, index)
-            if kind in _UNINDEX_KINDS:
-                _cache_key(q)
-            if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN):
-                _field(index, q, stmt)
-            elif kind == r.KEYWORD:
-                _keyword(index, q, stmt)
-            elif kind == r.DATE_RANGE:
-                _date_range(index, q, stmt)
-            elif kind == r.DATE_RECURRING:
-                _recurring(index, q, stmt)
-            elif kind == r.PATH:
-                _path(index, q, stmt, catalog_path)
-            elif kind == r.TEXT:
-                _text(index, q, stmt, lexicons.get(index.options.get("lexicon_id")))
-            else:
-                _custom(index, q, stmt)
-    except Nothing:
+    for index in sorted(named, key=lambda index: index.kind not in (r.UUID, r.PATH)):
+        try:
+            _clause(index, query, stmt, lexicons, catalog_path)
+        except Nothing:
+            empty_at = min(empty_at, rank[index.name])
+        except Exception as exc:  # raised below unless an earlier index ends the search
+            faults.append((rank[index.name], exc))
+    fault = min(faults, key=lambda pair: pair[0], default=None)
+    if fault is not None and fault[0] < empty_at:
+        raise fault[1]
+    if empty_at < len(zorder):
         return None
     stmt.scale = score_scale(named)
     return stmt
+
+
+# The kinds whose stock index does not limit a result set it is handed
+# (ZCatalog applies them first)
+_UNLIMITED_KINDS = (r.TEXT, r.GOPIP)
+
+
+def _clause(index: r.IndexDef, query: dict, stmt: Statement, lexicons: dict, catalog_path) -> None:
+    """Add *index*'s part of *query* to *stmt* (or raise Nothing)."""
+    kind = index.kind
+    if kind == r.GOPIP:
+        # ZCatalog's GopipIndex only sorts: as a filter it answers
+        # nothing, which ends the search with no results
+        raise Nothing
+    q = index_query(query, index)
+    if kind in _UNINDEX_KINDS:
+        _cache_key(q)
+    if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN):
+        _field(index, q, stmt)
+    elif kind == r.KEYWORD:
+        _keyword(index, q, stmt)
+    elif kind == r.DATE_RANGE:
+        _date_range(index, q, stmt)
+    elif kind == r.DATE_RECURRING:
+        _recurring(index, q, stmt)
+    elif kind == r.PATH:
+        _path(index, q, stmt, catalog_path)
+    elif kind == r.TEXT:
+        _text(index, q, stmt, lexicons.get(index.options.get("lexicon_id")))
+    else:
+        _custom(index, q, stmt)
 
 
 # The kinds whose stock index is UnIndex's query_index, with its request cache

@@ -12,6 +12,7 @@ from AccessControl import ClassSecurityInfo
 from AccessControl.class_init import InitializeClass
 from AccessControl.Permissions import manage_zcatalog_entries as ManageZCatalogEntries
 from AccessControl.Permissions import search_zcatalog as SearchZCatalog
+
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
@@ -68,6 +69,7 @@ from Products.CMFCore.indexing import filterTemporaryItems
 from Products.ZCatalog.interfaces import IZCatalog
 from Products.ZCatalog.ZCatalog import CatalogError
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from zExceptions import Unauthorized
 from zope.component import queryMultiAdapter
 from zope.component.hooks import getSite
 from zope.interface import implementer
@@ -406,6 +408,10 @@ class PGCatalogTool(UniqueObject, Folder):
             if self._select("1", f"{where} LIMIT 1", stmt.params):
                 raise
             return LazyCat([])
+        if spec and b_size is not None and b_size < 0:
+            # ZCatalog's sort fails on it: an empty batch (unsorted
+            # results are sliced with it, as ZCatalog slices them)
+            b_size = limit = 0
 
         def count() -> int:
             return self._select("count(*)", where, stmt.params)[0][0]
@@ -545,8 +551,8 @@ class PGCatalogTool(UniqueObject, Folder):
                 parts = path[len(site_path) + 1 :].split("/")
                 parent = site.unrestrictedTraverse("/".join(parts[:-1]))
                 objs.append(parent.restrictedTraverse(parts[-1]))
-            except Exception:
-                continue
+            except (KeyError, AttributeError, Unauthorized):
+                continue  # not there: ignored (other errors fail the search, as on Plone)
         return bool(objs) and all(_checkPermission(AccessInactivePortalContent, o) for o in objs)
 
     @security.protected(SearchZCatalog)
@@ -762,7 +768,7 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
     b_start = _bounded(int(query.get("b_start", 0)))
     b_size = query.get("b_size")
     if b_size is not None:
-        b_size = _bounded(max(int(b_size), 0))
+        b_size = _bounded(int(b_size))
         return b_start, b_size, b_start + b_size
     limit = query.get("sort-limit")
     if limit is None:
@@ -773,7 +779,8 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
         # ZCatalog slices its results with it
         raise TypeError(f"sort_limit must be an integer, not {limit!r}")
     limit = _bounded(max(limit, 0)) or None
-    return b_start, limit, limit
+    # a batch of that size from b_start, as ZCatalog slices it
+    return b_start, limit, None if limit is None else b_start + limit
 
 
 def _bounded(number: int) -> int:
