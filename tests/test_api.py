@@ -316,6 +316,7 @@ class CallersTest(BothSitesTestCase):
         """``getEntryForObject`` of every index for every record, and a
         record id that is not there."""
         skip = {"UID", "sync_uid", "created", "modified", "effective", "expires", "Date", "cmf_uid"}
+        skip.add("effectiveRange")  # ends at an expiry set at build time: minutes apart
 
         def entries(site, catalog):
             found = {}

@@ -135,6 +135,6 @@ def parse(query, lexicon=None):
         query = " ".join(str(q) for q in query)
     if not isinstance(query, str):
         query = str(query)
-    if not query.strip():
-        return None
+    if not query:
+        return None  # ZCTextIndex answers nothing; only blanks fail its parser
     return QueryParser(lexicon if lexicon is not None else _FallbackLexicon()).parseQuery(query)
