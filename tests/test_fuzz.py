@@ -495,11 +495,8 @@ def date_not_lookup(exc: Exception) -> bool:
     tb = exc.__traceback__
     while tb is not None:
         frame = tb.tb_frame
-        index = frame.f_locals.get("self")
-        if frame.f_code.co_name == "_apply_not" and type(index).__name__ in (
-            "DateIndex",
-            "DateRecurringIndex",
-        ):
+        meta_type = getattr(frame.f_locals.get("self"), "meta_type", None)
+        if frame.f_code.co_name == "_apply_not" and meta_type in ("DateIndex", "DateRecurringIndex"):
             return True
         tb = tb.tb_next
     return False
@@ -588,7 +585,8 @@ class FuzzCase(BothSitesTestCase):
         self.index_names = list(self.z.portal_catalog.indexes())
         indexes = self.z.portal_catalog.getIndexObjects()
         self.range_indexes = {index.getId() for index in indexes if index.meta_type == "DateRangeIndex"}
-        self.keyword_indexes = {index.getId() for index in indexes if index.meta_type == "KeywordIndex"}
+        many = ("KeywordIndex", "DateRecurringIndex")  # several keys per record
+        self.keyword_indexes = {index.getId() for index in indexes if index.meta_type in many}
         self.plain = {}
         for user in USERS:
             self.log_in(self.pg, user)
@@ -643,7 +641,8 @@ class FuzzCase(BothSitesTestCase):
         keys = sort_keys(zq, self.index_names)
         # ZCatalog takes a DateRangeIndex for a sort index, then fails to
         # sort on it once there is something to sort: it has no answer; on
-        # a KeywordIndex it repeats records (docs/reference.md)
+        # an index of several keys per record it repeats records when it
+        # walks the index (docs/reference.md)
         unanswered = self.range_indexes | self.keyword_indexes
         if not has_security_key(template) and not set(keys) & unanswered and not negative_limit(zq):
             differences = [self.difference(keys, answer, got, len(zq)) for answer in expected]

@@ -43,6 +43,17 @@ class Nothing(Exception):
     """Raised inside the builder when a part of the query matches nothing."""
 
 
+class Fault(Exception):
+    """A part of the query ZCatalog would fail on (*error*), unless the
+    parts it applies before that one (*before*, a statement, or None when
+    there are none) find nothing: it stops there and answers nothing."""
+
+    def __init__(self, error: Exception, before: Statement | None):
+        super().__init__(str(error))
+        self.error = error
+        self.before = before
+
+
 @dataclass
 class IndexQuery:
     """ZCatalog's ``IndexQuery``: keys plus validated options for one index."""
@@ -564,7 +575,12 @@ def build(
             faults.append((rank[index.name], exc))
     fault = min(faults, key=lambda pair: pair[0], default=None)
     if fault is not None and fault[0] < empty_at:
-        raise fault[1]
+        before = None
+        if fault[0]:
+            before = Statement(where=[], params=[])
+            for index in zorder[: fault[0]]:
+                _clause(index, query, before, lexicons, catalog_path)
+        raise Fault(fault[1], before)
     if empty_at < len(zorder):
         return None
     stmt.scale = score_scale(named)

@@ -43,6 +43,7 @@ from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.query import canonical
+from plone.pgcatalog.query import Fault
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.rebuild import cataloged_objects
@@ -396,25 +397,36 @@ class PGCatalogTool(UniqueObject, Folder):
         lexicons = self._lexicons() if texts else {}
         spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
         query = canonical(query)
-        stmt = build(query, defs, lexicons, self.getPhysicalPath())
+        try:
+            stmt = build(query, defs, lexicons, self.getPhysicalPath())
+        except Fault as fault:
+            if fault.before is None or self._any(fault.before):
+                raise fault.error from None
+            return LazyCat([])
         if stmt is None:
             return LazyCat([])
         add_sort(stmt, spec)
         where = stmt.where_sql()
+
+        def count() -> int:
+            return self._select("count(*)", where, stmt.params)[0][0]
+
         try:
             b_start, b_size, limit = _batch(query)
         except (TypeError, ValueError, OverflowError):
             # ZCatalog reads these only once something matched
-            if self._select("1", f"{where} LIMIT 1", stmt.params):
+            if self._any(stmt):
                 raise
             return LazyCat([])
         if spec and b_size is not None and b_size < 0:
             # ZCatalog's sort fails on it: an empty batch (unsorted
             # results are sliced with it, as ZCatalog slices them)
             b_size = limit = 0
-
-        def count() -> int:
-            return self._select("count(*)", where, stmt.params)[0][0]
+        if spec and query.get("b_size") is None and b_size and 0 < b_start <= count() / 2:
+            # a sort_limit batch: ZCatalog's sort keeps its first sort_limit
+            # rows, unless the batch starts in the second half of the
+            # matches (it then sorts from the end)
+            limit = b_size
 
         if stmt.scored:
             select = self._scored_select(stmt, where)
@@ -445,6 +457,10 @@ class PGCatalogTool(UniqueObject, Folder):
         rows = first[slice(b_start, b_start + b_size)]
         total = len(first) if limit <= 0 or len(first) < limit else None
         return self._results(rows, length=len(rows), total=total, count=count)
+
+    def _any(self, stmt) -> bool:
+        """Whether *stmt* matches any record."""
+        return bool(self._select("1", f"{stmt.where_sql()} LIMIT 1", stmt.params))
 
     def _ordered_select(self, ordered: str, ordered_params: list):
         """*select* (see :meth:`_rows`) over ``WHERE ordered``."""
