@@ -10,6 +10,7 @@ from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.namedfile.file import NamedBlobFile
 from plone.namedfile.file import NamedBlobImage
+from plone.uuid.interfaces import IMutableUUID
 
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -18,6 +19,7 @@ from zope.component.hooks import setSite
 import random
 import transaction
 import unittest
+import uuid
 
 
 class CatalogTestCase(unittest.TestCase):
@@ -122,6 +124,8 @@ def build_content(site, seed=7, count=40):
             language=more.choice(LANGUAGES),
             **type_fields(portal_type, i, more, today),
         )
+        # the same UID on both sites, so that ranges over UIDs compare
+        IMutableUUID(obj).set(uuid.UUID(int=random.Random(seed * 1000 + i).getrandbits(128)).hex)
         if portal_type == "Folder":
             folders.append(obj)
         state = rng.random()

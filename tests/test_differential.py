@@ -5,6 +5,7 @@ and as Anonymous.  Where ZCatalog orders ties arbitrarily (by its random
 record ids), ties are compared as sets, in order of their sort key.
 """
 
+from datetime import timedelta
 from DateTime import DateTime
 from helpers import build_content
 from helpers import relpaths
@@ -38,6 +39,10 @@ def queries(site):
     uid = some[0].UID if some else "none"
     uids = [b.UID for b in some[:3]]
     now = DateTime()
+    # the second occurrence of a daily event (the same on both sites)
+    events = site.portal_catalog.unrestrictedSearchResults(portal_type="Event", sort_on="id")
+    daily = next(o for o in (b._unrestrictedGetObject() for b in events) if "DAILY" in (o.recurrence or ""))
+    second = DateTime(daily.start + timedelta(days=1))
     return [
         {"portal_type": "Document", "sort_on": "sortable_title"},
         {"portal_type": ["Document", "News Item"], "sort_on": "sortable_title", "sort_order": "reverse"},
@@ -53,6 +58,20 @@ def queries(site):
         {"Subject": {"query": ["m", "b"], "range": "max"}, "sort_on": "sortable_title"},
         {"Subject": {"query": "", "range": "max"}, "sort_on": "sortable_title"},
         {"Subject": {"query": "f", "range": "min", "not": "news"}, "sort_on": "sortable_title"},
+        # a not alone: every record but the excluded when some record holds
+        # an excluded key (here the site, with no state, is one), else every
+        # record with a value
+        {"review_state": {"not": "private"}, "sort_on": "path"},
+        {"review_state": {"not": ["no-such-state", ""]}, "sort_on": "path"},
+        {"review_state": {"not": "no-such-state"}, "portal_type": "Document", "sort_on": "path"},
+        {"Subject": {"not": "news"}, "sort_on": "path"},
+        {"Subject": {"not": "no-such-subject"}, "sort_on": "path"},
+        {"start": {"not": second}, "sort_on": "path"},
+        {"start": {"not": now + 1000}, "sort_on": "path"},
+        # beside a query, a date index's not excludes nothing: UnIndex looks
+        # the dates up unconverted
+        {"start": {"query": now - 100, "range": "min", "not": second}, "sort_on": "path"},
+        {"effective": {"query": now - 100, "range": "min", "not": [now, "2001/01/01"]}, "sort_on": "path"},
         {"Subject": {"query": ["alpha", "beta"], "range": "min:max", "operator": "and"}, "sort_on": "id"},
         {"Subject": {"query": ["n", "o"], "range": "min:max", "operator": "and"}, "sort_on": "id"},
         {"Subject": {"query": [], "range": "min"}},

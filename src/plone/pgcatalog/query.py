@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from functools import partial
 from DateTime import DateTime
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.extraction import range_minutes
@@ -255,21 +256,17 @@ def _not_keys(index: r.IndexDef, q: IndexQuery) -> list:
     """The keys a ``not`` option excludes.  UnIndex looks each one up in
     its BTree without the guard its equality lookups have, so a value that
     cannot be compared with the keys fails the search."""
-    keys = []
     dates = index.kind in (r.DATE, r.DATE_RECURRING)
+    if dates and any(k is not None for k in q.keys):
+        # beside a query, UnIndex looks dates up unconverted, among keys of
+        # its own integer encoding: nothing is excluded (or, for some
+        # values, its BTree fails: its own fault)
+        return []
+    keys = []
     for value in q.get("not") or ():
         if value is None:
             continue
-        if dates and any(k is not None for k in q.keys):
-            # beside a query, UnIndex looks dates up unconverted: an error
-            # from inside its BTree wherever the query found something
-            # (its own fault), no effect where it found nothing
-            try:
-                key = _scalar(index, value)
-            except Exception:  # what DateTime refuses
-                continue
-        else:
-            key = _scalar(index, value)
+        key = _scalar(index, value)
         if isinstance(key, _Uncomparable) and dates:
             continue  # DateIndex makes None of it, which matches no key
         if isinstance(key, (_Uncomparable, _TextNumber)):
@@ -317,11 +314,11 @@ def _param(sql_type: str, value):
 
 
 def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -> tuple[list[str], list]:
-    """WHERE clauses of a field-like index over *expr* (ZCatalog's UnIndex)."""
+    """WHERE clauses of a field-like index's keys and range over *expr*
+    (ZCatalog's UnIndex; its ``not`` is :func:`_exclusion`)."""
     cast = f"::{sql_type}"
     where, params = [], []
     values = [k for k in q.keys if k is not None]
-    not_keys = _not_keys(index, q)
     range_ = q.get("range")
     if index.kind == r.BOOLEAN:
         # BooleanIndex knows only ``query`` and answers for its first key
@@ -353,16 +350,54 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
         params.append(array_literal(_param(sql_type, k) for k in keys))
     elif not q.get("not"):
         raise Nothing
-    if not_keys:
-        where.append(f"({expr} IS NULL OR NOT {expr} = ANY(%s{cast}[]))")
-        params.append(array_literal(_param(sql_type, k) for k in not_keys))
+    return where, params
+
+
+def _exclusion(
+    index: r.IndexDef, q: IndexQuery, not_keys: list, holds: str, valued: str, key_param
+) -> tuple[list[str], list]:
+    """UnIndex's ``not``: records holding an excluded key (*not_keys*, see
+    :func:`_not_keys`) are left out.
+
+    *holds* tests that ``index.expression()`` holds a key of an array
+    parameter (of *key_param* of each key), *valued* that it holds any key.
+    A ``not`` alone answers, as UnIndex does, every record but the excluded
+    ones when some record holds an excluded key, else every record that has
+    a value in the index.
+    """
+    expr = index.expression()
+    keys = array_literal(key_param(k) for k in not_keys) if not_keys else None
+    where, params = [], []
+    if keys is not None:
+        where.append(f"({expr} IS NULL OR NOT {holds})")
+        params.append(keys)
+    if q.get("not") and not q.keys and not q.get("range"):
+        if keys is None:
+            where.append(valued)
+        else:
+            # over every catalog row (the inner object_state shadows the outer)
+            where.append(f"({valued} OR EXISTS (SELECT 1 FROM {ROWS} WHERE {holds}))")
+            params.append(keys)
     return where, params
 
 
 def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
-    where, params = _field_clauses(index, q, index.expression(), index.sql_type)
+    expr, sql_type = index.expression(), index.sql_type
+    not_keys = _not_keys(index, q)  # its faults first, as before
+    where, params = _field_clauses(index, q, expr, sql_type)
     stmt.where.extend(where)
     stmt.params.extend(params)
+    if index.kind != r.BOOLEAN:  # BooleanIndex knows no ``not``
+        where, params = _exclusion(
+            index,
+            q,
+            not_keys,
+            f"{expr} = ANY(%s::{sql_type}[])",
+            f"{expr} IS NOT NULL",
+            partial(_param, sql_type),
+        )
+        stmt.where.extend(where)
+        stmt.params.extend(params)
     keys = [k for k in q.keys if k is not None]
     if keys:  # not only ``not``
         stmt.strict = True
@@ -373,13 +408,34 @@ def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
 
 
 def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
-    """A DateRecurringIndex matches when any occurrence matches."""
+    """A DateRecurringIndex matches when any occurrence matches, and is
+    excluded when any occurrence is (see :func:`_many_exclusion`)."""
+    expr = index.expression()
+    not_keys = _not_keys(index, q)
     where, params = _field_clauses(index, q, "e.value", "jsonb")
-    stmt.where.append(
-        f"EXISTS (SELECT 1 FROM jsonb_array_elements({index.expression()}) AS e WHERE {' AND '.join(where)})"
+    if where:
+        stmt.where.append(
+            f"EXISTS (SELECT 1 FROM jsonb_array_elements({expr}) AS e WHERE {' AND '.join(where)})"
+        )
+        stmt.params.extend(params)
+        stmt.strict = True  # no occurrences, no match
+    _many_exclusion(index, q, not_keys, stmt)
+
+
+def _many_exclusion(index: r.IndexDef, q: IndexQuery, not_keys: list, stmt: Statement) -> None:
+    """:func:`_exclusion` over an index of several keys per record (a JSON
+    array): a record holding any excluded key is left out."""
+    expr = index.expression()
+    where, params = _exclusion(
+        index,
+        q,
+        not_keys,
+        f"({expr} @> ANY(%s::jsonb[]))",
+        f"{expr} <> '[]'::jsonb",
+        lambda key: json_text([key]),
     )
+    stmt.where.extend(where)
     stmt.params.extend(params)
-    stmt.strict = True  # no occurrences, no match
 
 
 def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -401,9 +457,7 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
         stmt.strict = True
     elif not q.get("not"):
         raise Nothing
-    if not_keys:
-        stmt.where.append(f"({expr} IS NULL OR NOT ({expr} @> ANY(%s::jsonb[])))")
-        stmt.params.append(array_literal(json_text([key]) for key in not_keys))
+    _many_exclusion(index, q, not_keys, stmt)
 
 
 def _keyword_range(index: r.IndexDef, q: IndexQuery, values: list, stmt: Statement) -> None:
