@@ -147,6 +147,12 @@ def queries(site):
         {"portal_type": "Event", "sort_on": "start", "sort_order": "reverse", "b_start": 2, "b_size": 2},
         {"portal_type": ["Event"], "sort_on": "end", "sort_order": "reverse", "sort_limit": 2},
         {"portal_type": "Event", "review_state": "published", "sort_on": "start", "b_size": 2},
+        # a batch past the middle when most matches have no sort key: ZCatalog
+        # counts it from the end of all matches (docs/reference.md)
+        {"sort_on": "start", "b_start": 30, "b_size": 5, "path": root},
+        {"sort_on": "start", "sort_order": "reverse", "b_start": 24, "b_size": 10, "path": root},
+        {"sort_on": "start", "b_start": 38, "b_size": 10, "path": root},
+        {"sort_on": "start", "b_start": 20, "sort_limit": 30, "path": root},
         # an unknown sort index fails even when nothing is asked or matches
         {"sort_on": "nonexistent"},
         {"sort_on": "nonexistent", "portal_type": "NoSuchType"},

@@ -221,6 +221,7 @@ def _scalar(index: r.IndexDef, value):
             value,
             naive_as_local=index.options.get("naive_as_local", True),
             precision=index.options.get("precision", 0),
+            clamp=index.kind == r.DATE,
         )
         return _Uncomparable(value) if converted is None else converted
     if index.kind == r.BOOLEAN:

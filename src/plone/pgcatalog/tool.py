@@ -405,7 +405,10 @@ class PGCatalogTool(UniqueObject, Folder):
             return LazyCat([])
         if stmt is None:
             return LazyCat([])
+        matched = stmt.where_sql()  # ZCatalog's rlen counts rows without a sort key too
+        clauses = len(stmt.where)
         add_sort(stmt, spec)
+        keyed = " AND ".join(stmt.where[clauses:]) or "true"  # the rows with every sort key
         where = stmt.where_sql()
 
         def count() -> int:
@@ -422,11 +425,18 @@ class PGCatalogTool(UniqueObject, Folder):
             # ZCatalog's sort fails on it: an empty batch (unsorted
             # results are sliced with it, as ZCatalog slices them)
             b_size = limit = 0
-        if spec and query.get("b_size") is None and b_size and 0 < b_start <= count() / 2:
-            # a sort_limit batch: ZCatalog's sort keeps its first sort_limit
-            # rows, unless the batch starts in the second half of the
-            # matches (it then sorts from the end)
-            limit = b_size
+        total = None
+        if spec and b_size and b_start > 0:
+            rlen, total = self._select(f"count(*), count(*) FILTER (WHERE {keyed})", matched, stmt.params)[0]
+            if b_start >= rlen:
+                total = rlen  # ZCatalog's count where it gives up before sorting
+            if b_start > rlen / 2:
+                b_start, b_size = _window_from_end(b_start, b_size, rlen, total)
+                limit = b_start + b_size
+            elif query.get("b_size") is None:
+                # a sort_limit batch: ZCatalog's sort keeps its first
+                # sort_limit rows
+                limit = b_size
 
         if stmt.scored:
             select = self._scored_select(stmt, where)
@@ -449,8 +459,8 @@ class PGCatalogTool(UniqueObject, Folder):
                 rows = self._read(*top_sql(stmt, offset + size, offset, metadata), generic=True)
             else:
                 rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
-            # a short batch ends the result: the count is known
-            total = offset + len(rows) if 0 < len(rows) < size or (offset == 0 and len(rows) < size) else None
+            if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
+                total = offset + len(rows)  # a short batch ends the result
             return self._results(rows, length=len(rows), total=total, count=count, metadata=metadata)
         # Python slice semantics (negative starts) on the first `limit` rows
         first = self._rows(select, 0, limit) if limit > 0 else select("", [])
@@ -797,6 +807,20 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
     limit = _bounded(max(limit, 0)) or None
     # a batch of that size from b_start, as ZCatalog slices it
     return b_start, limit, None if limit is None else b_start + limit
+
+
+def _window_from_end(b_start: int, b_size: int, rlen: int, sortable: int) -> tuple[int, int]:
+    """``(b_start, b_size)`` over the *sortable* rows of a batch that starts
+    past the middle of the *rlen* matches.  ZCatalog finds it by sorting the
+    other way and counting from the end of all matches, rows without a sort
+    key (which it then drops) included: the window moves back by their
+    number."""
+    b_end = b_start + b_size
+    if b_start >= rlen:
+        return 0, 0
+    skip, size = (0, rlen - b_start) if b_end >= rlen else (rlen - b_end, b_size)
+    start, end = max(0, sortable - skip - size), max(0, sortable - skip)
+    return start, end - start
 
 
 def _bounded(number: int) -> int:

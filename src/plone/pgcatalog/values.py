@@ -26,7 +26,7 @@ import time
 MAX32 = 2**31 - 1
 
 
-def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
+def date_minutes(value, naive_as_local: bool = True, precision: int = 0, clamp: bool = True):
     """Return ZCatalog's DateIndex integer for *value*, or None.
 
     The integer is ``((((year*12+month)*31+day)*24+hour)*60+minute)`` in
@@ -34,11 +34,15 @@ def date_minutes(value, naive_as_local: bool = True, precision: int = 0):
     minute-truncated exactly like ZCatalog's.  Accepts DateTime, datetime,
     date, epoch int/float and date strings, as DateIndex does.  A date
     beyond what DateIndex can hold counts as :data:`MAX_DATE`, as CMFPlone's
-    patch of DateIndex makes it (``Products.CMFPlone.patches.dateIndexPatch``).
+    patch of DateIndex makes it (``Products.CMFPlone.patches.dateIndexPatch``);
+    with *clamp* false it raises ``OverflowError``, as DateRecurringIndex's
+    queries do (plone.event's ``dt2int``).
     """
     try:
         return _date_minutes(value, naive_as_local, precision)
     except OverflowError:
+        if not clamp:
+            raise
         return _date_minutes(MAX_DATE, naive_as_local, precision)
 
 
