@@ -791,3 +791,24 @@ class ExplicitCases(FuzzCase):
                 {"effectiveRange": None, "effectiveRange_range": "min"},
             ]
         )
+
+    def test_found_by_deeper_runs(self):
+        """Queries that runs of thousands of random examples found, pinned."""
+        self.check_all(
+            [
+                # a not alone: rows without a value only when a row holds the value
+                {"review_state": {"not": ""}},
+                {"review_state": {"not": "private"}, "portal_type": "Folder"},
+                # UIDs are the same on both sites: their ranges compare
+                {"UID": {"query": Uid(0), "range": "min"}, "portal_type": "Document"},
+                # DateRecurringIndex refuses dates it cannot hold in 32 bits
+                {"portal_type": "Document", "start": DateTime("9999/12/31 23:59:00 UTC")},
+                # beside a query, a date index's not excludes nothing
+                {"created": {"not": "2100-12-31T23:59:59+14:00", "query": Days(-36500), "range": "min"}},
+                # a batch past the middle counts rows without a sort key
+                {"sort_on": "review_state", "b_start": 18, "b_size": 1},
+                {"sort_on": "review_state", "b_start": 12, "sort_limit": 10},
+                # huge batch numbers add up as Python's integers
+                {"portal_type": "Document", "sort_on": "portal_type", "b_start": -(2**63), "b_size": 2**64},
+            ]
+        )

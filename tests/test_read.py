@@ -85,9 +85,11 @@ class ReadTest(CatalogTestCase):
             # a page of a large result: no count unless asked
             fetched.clear()
             page = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=40, b_size=20)
-            # a page brings its metadata with its rows: one statement
+            # a page brings its metadata with its rows: one statement, after
+            # counting at most 2 * b_start matches (a batch past their middle
+            # is taken from the end, as ZCatalog takes it)
             self.assertEqual(
-                (len(page), page[0].getId, page[19].Title, fetched), (20, "d0040", "Doc 0059", [20])
+                (len(page), page[0].getId, page[19].Title, fetched), (20, "d0040", "Doc 0059", [1, 20])
             )
             self.assertEqual(page.actual_result_count, 1000)
             last = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=990, b_size=20)
@@ -131,7 +133,7 @@ class ReadTest(CatalogTestCase):
             for _ in range(7):  # psycopg prepares a statement on its sixth run
                 page = self.catalog(portal_type="Document", sort_on="modified", b_start=5, b_size=5)
                 self.assertEqual(len(page), 5)
-        self.assertEqual(calls, [True] * 7)
+        self.assertEqual(calls, [False, True] * 7)  # the count of at most 2 * b_start, the walk
         self.assertEqual(conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"], "auto")
         ids = [b.getId for b in self.catalog(portal_type="Document", sort_on="modified")[5:10]]
         self.assertEqual([b.getId for b in page], ids)

@@ -427,11 +427,17 @@ class PGCatalogTool(UniqueObject, Folder):
             b_size = limit = 0
         total = None
         if spec and b_size and b_start > 0:
-            rlen, total = self._select(f"count(*), count(*) FILTER (WHERE {keyed})", matched, stmt.params)[0]
-            if b_start >= rlen:
-                total = rlen  # ZCatalog's count where it gives up before sorting
+            # ZCatalog takes a batch that starts past the middle of the
+            # matches from their end: counting up to 2 * b_start tells
+            rlen, sortable = self._read(
+                f"SELECT count(*), count(*) FILTER (WHERE keyed) FROM "
+                f"(SELECT {keyed} AS keyed FROM {ROWS} WHERE {matched} LIMIT %s) AS matched",
+                [*stmt.params, _bounded(2 * b_start)],
+            )[0]
             if b_start > rlen / 2:
-                b_start, b_size = _window_from_end(b_start, b_size, rlen, total)
+                # the matches are all counted: their count is known
+                total = rlen if b_start >= rlen else sortable  # (ZCatalog's, as it gives up or sorts)
+                b_start, b_size = _window_from_end(b_start, b_size, rlen, sortable)
                 limit = b_start + b_size
             elif query.get("b_size") is None:
                 # a sort_limit batch: ZCatalog's sort keeps its first
@@ -451,8 +457,8 @@ class PGCatalogTool(UniqueObject, Folder):
             return self._all_matches(select)
 
         if b_start >= 0 and b_size >= 0 and limit >= 0:
-            offset = b_start
-            size = max(0, min(b_start + b_size, limit) - b_start)
+            offset = _bounded(b_start)
+            size = _bounded(max(0, min(b_start + b_size, limit) - b_start))
             # a page is about to be shown: its metadata comes with its rows
             metadata = 0 < size <= MAX_PAGE
             if size and not stmt.scored and stmt.walks(offset + size):
@@ -463,7 +469,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 total = offset + len(rows)  # a short batch ends the result
             return self._results(rows, length=len(rows), total=total, count=count, metadata=metadata)
         # Python slice semantics (negative starts) on the first `limit` rows
-        first = self._rows(select, 0, limit) if limit > 0 else select("", [])
+        first = self._rows(select, 0, _bounded(limit)) if limit > 0 else select("", [])
         rows = first[slice(b_start, b_start + b_size)]
         total = len(first) if limit <= 0 or len(first) < limit else None
         return self._results(rows, length=len(rows), total=total, count=count)
@@ -791,10 +797,10 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
     """``b_start``, ``b_size`` and the limit of a search, read as ZCatalog
     reads them (its errors for what ``int()`` refuses); ``sort_limit``
     counts only without ``b_size``, and 0 or below is no limit."""
-    b_start = _bounded(int(query.get("b_start", 0)))
+    b_start = int(query.get("b_start", 0))
     b_size = query.get("b_size")
     if b_size is not None:
-        b_size = _bounded(int(b_size))
+        b_size = int(b_size)
         return b_start, b_size, b_start + b_size
     limit = query.get("sort-limit")
     if limit is None:
@@ -804,7 +810,7 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
     if not isinstance(limit, int):
         # ZCatalog slices its results with it
         raise TypeError(f"sort_limit must be an integer, not {limit!r}")
-    limit = _bounded(max(limit, 0)) or None
+    limit = max(limit, 0) or None
     # a batch of that size from b_start, as ZCatalog slices it
     return b_start, limit, None if limit is None else b_start + limit
 
@@ -824,8 +830,9 @@ def _window_from_end(b_start: int, b_size: int, rlen: int, sortable: int) -> tup
 
 
 def _bounded(number: int) -> int:
-    """*number* within ±:data:`_FAR` (so that sums stay 64-bit SQL integers)."""
-    return max(-_FAR, min(number, _FAR))
+    """*number*, at most :data:`_FAR` (a 64-bit SQL integer).  Batch numbers
+    are Python's until they go to SQL, so that sums of huge ones are right."""
+    return min(number, _FAR)
 
 
 def _redirect(response, url: str | None, message: str) -> None:
