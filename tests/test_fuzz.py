@@ -808,6 +808,11 @@ class ExplicitCases(FuzzCase):
                 # a batch past the middle counts rows without a sort key
                 {"sort_on": "review_state", "b_start": 18, "b_size": 1},
                 {"sort_on": "review_state", "b_start": 12, "sort_limit": 10},
+                # a negative b_start slices the sort_limit rows of a sort and
+                # every match of an unsorted search
+                {"portal_type": "Document", "sort_on": "portal_type", "b_start": -1, "sort_limit": 2},
+                {"portal_type": "Document", "b_start": -1, "b_size": 2},
+                {"portal_type": "Document", "b_start": -1, "sort_limit": 2},
                 # huge batch numbers add up as Python's integers
                 {"portal_type": "Document", "sort_on": "portal_type", "b_start": -(2**63), "b_size": 2**64},
             ]

@@ -421,7 +421,9 @@ class PGCatalogTool(UniqueObject, Folder):
             if self._any(stmt):
                 raise
             return LazyCat([])
-        if spec and b_size is not None and b_size < 0:
+        if not spec:
+            limit = None  # ZCatalog limits only what it sorts
+        elif b_size is not None and b_size < 0:
             # ZCatalog's sort fails on it: an empty batch (unsorted
             # results are sliced with it, as ZCatalog slices them)
             b_size = limit = 0
@@ -439,10 +441,6 @@ class PGCatalogTool(UniqueObject, Folder):
                 total = rlen if b_start >= rlen else sortable  # (ZCatalog's, as it gives up or sorts)
                 b_start, b_size = _window_from_end(b_start, b_size, rlen, sortable)
                 limit = b_start + b_size
-            elif query.get("b_size") is None:
-                # a sort_limit batch: ZCatalog's sort keeps its first
-                # sort_limit rows
-                limit = b_size
 
         if stmt.scored:
             select = self._scored_select(stmt, where)
@@ -456,9 +454,10 @@ class PGCatalogTool(UniqueObject, Folder):
         if b_size is None:
             return self._all_matches(select)
 
-        if b_start >= 0 and b_size >= 0 and limit >= 0:
+        end = b_start + b_size if limit is None else min(b_start + b_size, limit)
+        if b_start >= 0 and b_size >= 0 and (limit is None or limit >= 0):
             offset = _bounded(b_start)
-            size = _bounded(max(0, min(b_start + b_size, limit) - b_start))
+            size = _bounded(max(0, end - b_start))
             # a page is about to be shown: its metadata comes with its rows
             metadata = 0 < size <= MAX_PAGE
             if size and not stmt.scored and stmt.walks(offset + size):
@@ -469,9 +468,10 @@ class PGCatalogTool(UniqueObject, Folder):
                 total = offset + len(rows)  # a short batch ends the result
             return self._results(rows, length=len(rows), total=total, count=count, metadata=metadata)
         # Python slice semantics (negative starts) on the first `limit` rows
-        first = self._rows(select, 0, _bounded(limit)) if limit > 0 else select("", [])
+        limited = limit is not None and limit > 0
+        first = self._rows(select, 0, _bounded(limit)) if limited else select("", [])
         rows = first[slice(b_start, b_start + b_size)]
-        total = len(first) if limit <= 0 or len(first) < limit else None
+        total = len(first) if not limited or len(first) < limit else None
         return self._results(rows, length=len(rows), total=total, count=count)
 
     def _any(self, stmt) -> bool:
@@ -794,9 +794,11 @@ _FAR = 2**40
 
 
 def _batch(query: dict) -> tuple[int, int | None, int | None]:
-    """``b_start``, ``b_size`` and the limit of a search, read as ZCatalog
-    reads them (its errors for what ``int()`` refuses); ``sort_limit``
-    counts only without ``b_size``, and 0 or below is no limit."""
+    """``b_start``, ``b_size`` and the limit of a sort, read as ZCatalog
+    reads them (its errors for what ``int()`` refuses): a sort keeps its
+    first ``b_start + b_size`` rows, or ``sort_limit`` rows, which then
+    is the batch size too; ``sort_limit`` counts only without ``b_size``,
+    and 0 or below is no limit."""
     b_start = int(query.get("b_start", 0))
     b_size = query.get("b_size")
     if b_size is not None:
@@ -811,8 +813,7 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
         # ZCatalog slices its results with it
         raise TypeError(f"sort_limit must be an integer, not {limit!r}")
     limit = max(limit, 0) or None
-    # a batch of that size from b_start, as ZCatalog slices it
-    return b_start, limit, None if limit is None else b_start + limit
+    return b_start, limit, limit
 
 
 def _window_from_end(b_start: int, b_size: int, rlen: int, sortable: int) -> tuple[int, int]:
