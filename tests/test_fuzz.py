@@ -813,6 +813,11 @@ class ExplicitCases(FuzzCase):
                 {"portal_type": "Document", "sort_on": "portal_type", "b_start": -1, "sort_limit": 2},
                 {"portal_type": "Document", "b_start": -1, "b_size": 2},
                 {"portal_type": "Document", "b_start": -1, "sort_limit": 2},
+                # a KeywordIndex of text keys compares with text only
+                {"Subject": {"not": False}, "portal_type": "Document"},
+                {"Subject": {"not": [1, "alpha"]}},
+                {"Subject": {"query": [1, 5], "range": "min:max"}},
+                {"Subject": 1},
                 # huge batch numbers add up as Python's integers
                 {"portal_type": "Document", "sort_on": "portal_type", "b_start": -(2**63), "b_size": 2**64},
             ]

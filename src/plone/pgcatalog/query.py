@@ -264,9 +264,13 @@ def _not_keys(index: r.IndexDef, q: IndexQuery) -> list:
         # values, its BTree fails: its own fault)
         return []
     keys = []
+    text_keys = index.value_type == r.TEXT_VALUE
     for value in q.get("not") or ():
         if value is None:
             continue
+        if index.kind in (r.FIELD, r.UUID, r.KEYWORD) and isinstance(value, str) != text_keys:
+            # a BTree of text keys compares with text only (of numbers, with numbers)
+            raise TypeError(f"index {index.name!r}: cannot compare {value!r} with the keys of the index")
         key = _scalar(index, value)
         if isinstance(key, _Uncomparable) and dates:
             continue  # DateIndex makes None of it, which matches no key
@@ -471,6 +475,9 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, values: list, stmt: Stateme
     low, high = _bounds(index, values, spec)
     bounds = [v for v in (low, high) if v is not None]
     textual = all(isinstance(v, str) for v in bounds)
+    if bounds and textual != (index.value_type == r.TEXT_VALUE):
+        # a BTree of text keys compares with text only (of numbers, with numbers)
+        raise TypeError(f"index {index.name!r}: range bounds {bounds!r} cannot be compared with its keys")
     if textual:
         elements, value, cast = "jsonb_array_elements_text", "k", ' COLLATE "C"'
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):

@@ -208,13 +208,14 @@ def index_def_from_zcatalog(index) -> IndexDef | None:
         options["index_type"] = index.getIndexType() if hasattr(index, "getIndexType") else None
     elif kind == PATH:
         attrs = ()
-    elif kind in (FIELD, UUID):
+    elif kind in (FIELD, UUID, KEYWORD):
         options["value_type"] = _guess_value_type(index)
     return IndexDef(name, kind, attrs, options)
 
 
 def _guess_value_type(index) -> str:
-    """Pick ``json`` for a field index whose existing keys are all numbers."""
+    """Pick ``json`` for a field or keyword index whose existing keys are
+    all numbers: its BTree's keys then compare with numbers only."""
     try:
         keys = list(index.uniqueValues())
     except Exception:
