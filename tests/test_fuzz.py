@@ -818,6 +818,10 @@ class ExplicitCases(FuzzCase):
                 {"Subject": {"not": [1, "alpha"]}},
                 {"Subject": {"query": [1, 5], "range": "min:max"}},
                 {"Subject": 1},
+                {"Subject": {"query": float("inf"), "range": "min"}},
+                # a date index reads what it cannot convert as None: alone, no bound
+                {"created": {"query": "", "range": "min"}},
+                {"created": {"query": ["", Days(-3)], "range": "min:max"}},
                 # huge batch numbers add up as Python's integers
                 {"portal_type": "Document", "sort_on": "portal_type", "b_start": -(2**63), "b_size": 2**64},
             ]

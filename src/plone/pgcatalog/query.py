@@ -286,6 +286,12 @@ def _bounds(index: r.IndexDef, values, spec: str) -> tuple:
     of the values; a false upper bound is none).  Raises Nothing when
     no value can lie in the range."""
     keys = [_scalar(index, v) for v in values if v is not None]
+    if index.kind == r.DATE and any(isinstance(k, _Uncomparable) for k in keys):
+        # DateIndex makes None of what it cannot read: alone, no bound;
+        # beside a date, min() and max() cannot compare them
+        if ("min" in spec or "max" in spec) and not all(isinstance(k, _Uncomparable) for k in keys):
+            raise TypeError(f"index {index.name!r}: cannot compare None with dates")
+        return None, None
     for key in keys:
         if isinstance(key, (_Uncomparable, _TextNumber)):
             raise TypeError(f"index {index.name!r}: cannot compare {key.value!r} with the keys of the index")
@@ -472,12 +478,13 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, values: list, stmt: Stateme
     spec = str(q.get("range"))
     if not values and ("min" in spec or "max" in spec):
         min(values)  # raises, as UnIndex's min() of no keys
+    text_keys = index.value_type == r.TEXT_VALUE
+    if any(isinstance(v, str) != text_keys for v in values):
+        # a BTree of text keys compares with text only (of numbers, with numbers)
+        raise TypeError(f"index {index.name!r}: range bounds {values!r} cannot be compared with its keys")
     low, high = _bounds(index, values, spec)
     bounds = [v for v in (low, high) if v is not None]
     textual = all(isinstance(v, str) for v in bounds)
-    if bounds and textual != (index.value_type == r.TEXT_VALUE):
-        # a BTree of text keys compares with text only (of numbers, with numbers)
-        raise TypeError(f"index {index.name!r}: range bounds {bounds!r} cannot be compared with its keys")
     if textual:
         elements, value, cast = "jsonb_array_elements_text", "k", ' COLLATE "C"'
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds):
