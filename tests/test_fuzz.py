@@ -822,6 +822,15 @@ class ExplicitCases(FuzzCase):
                 # a date index reads what it cannot convert as None: alone, no bound
                 {"created": {"query": "", "range": "min"}},
                 {"created": {"query": ["", Days(-3)], "range": "min:max"}},
+                {"portal_type": {"range": b"\x00"}},
+                # only a range's bounds meet the keys: None is no bound, nor a
+                # false upper bound
+                {"portal_type": "Document", "review_state": False, "review_state_range": "max"},
+                {"portal_type": "Document", "review_state": None, "review_state_range": "min"},
+                {"review_state": {"query": [None, "a"], "range": "min"}},
+                {"Subject": {"query": [0, ""], "range": "max"}},
+                {"Subject": {"query": [], "range": "min", "not": "news"}},
+                {"created": {"query": None, "range": "min:max"}},
                 # huge batch numbers add up as Python's integers
                 {"portal_type": "Document", "sort_on": "portal_type", "b_start": -(2**63), "b_size": 2**64},
             ]

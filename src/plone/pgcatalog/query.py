@@ -281,39 +281,40 @@ def _not_keys(index: r.IndexDef, q: IndexQuery) -> list:
     return keys
 
 
-def _bounds(index: r.IndexDef, values, spec: str) -> tuple:
-    """``(lo, hi)`` of a range query as UnIndex computes them (min and max
-    of the values; a false upper bound is none).  Raises Nothing when
-    no value can lie in the range."""
-    keys = [_scalar(index, v) for v in values if v is not None]
-    if index.kind == r.DATE and any(isinstance(k, _Uncomparable) for k in keys):
-        # DateIndex makes None of what it cannot read: alone, no bound;
-        # beside a date, min() and max() cannot compare them
-        if ("min" in spec or "max" in spec) and not all(isinstance(k, _Uncomparable) for k in keys):
-            raise TypeError(f"index {index.name!r}: cannot compare None with dates")
-        return None, None
-    for key in keys:
-        if isinstance(key, (_Uncomparable, _TextNumber)):
-            raise TypeError(f"index {index.name!r}: cannot compare {key.value!r} with the keys of the index")
-        if isinstance(key, _Unstorable):
-            raise ValueError(f"index {index.name!r}: {key.value!r} cannot bound a range")
-    plain = [k for k in keys if not isinstance(k, _Bound)]
-    lo = hi = None
-    if "min" in spec:
-        if BELOW in keys:
-            lo = None
-        elif plain:
-            lo = min(plain)
-        else:
-            raise Nothing  # every key is ABOVE: above every stored key
-    if "max" in spec:
-        if ABOVE in keys:
-            hi = None
-        elif BELOW in keys:
-            raise Nothing
-        else:
-            hi = max(plain) if plain else None
-    return lo, hi or None
+def _bounds(index: r.IndexDef, values: list, spec: str) -> tuple:
+    """``(lo, hi)`` of a range query as UnIndex computes them: ``min()``
+    and ``max()`` of the query's keys (None among them; a date index makes
+    None of what it cannot read), a false upper bound being none.  Only
+    the bounds meet the keys of the index, so only their types count.
+    Raises Nothing when no key can lie in the range."""
+    if index.kind in (r.DATE, r.DATE_RECURRING):
+        keys = [None if v is None else _scalar(index, v) for v in values]
+        values = [None if isinstance(k, _Uncomparable) else k for k in keys]
+    # Python's own TypeError where the keys cannot be ordered, as there
+    lo = min(values) if "min" in spec else None
+    hi = max(values) if "max" in spec else None
+    if not hi:
+        hi = None
+    if index.kind in (r.DATE, r.DATE_RECURRING):
+        return lo, hi
+    lo, hi = (None if bound is None else _bound_key(index, bound) for bound in (lo, hi))
+    if lo is ABOVE or hi is BELOW:
+        raise Nothing  # above (below) every stored key
+    return (None if lo is BELOW else lo), (None if hi is ABOVE else hi)
+
+
+def _bound_key(index: r.IndexDef, bound):
+    """The key a range bound compares as, or the error its BTree gives."""
+    text_keys = index.sql_type == "text" or index.kind == r.KEYWORD and index.value_type == r.TEXT_VALUE
+    if isinstance(bound, str) != text_keys:
+        # a BTree of text keys compares with text only (of numbers, with numbers)
+        raise TypeError(f"index {index.name!r}: cannot compare {bound!r} with the keys of the index")
+    key = _scalar(index, bound)
+    if isinstance(key, (_Uncomparable, _TextNumber)):
+        raise TypeError(f"index {index.name!r}: cannot compare {bound!r} with the keys of the index")
+    if isinstance(key, _Unstorable):
+        raise ValueError(f"index {index.name!r}: {bound!r} cannot bound a range")
+    return int(key) if isinstance(key, bool) else key
 
 
 def _param(sql_type: str, value):
@@ -339,10 +340,10 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
         return [f"{expr} = %s{cast}"], [bool(q.keys[0])]
     if range_:
         spec = str(range_)
-        if values:
-            lo, hi = _bounds(index, values, spec)
+        if q.keys:
+            lo, hi = _bounds(index, q.keys, spec)
         elif not q.get("not") and ("min" in spec or "max" in spec):
-            min(values)  # raises, as UnIndex's min() of no keys
+            min(q.keys)  # raises, as UnIndex's min() of no keys
         else:
             lo = hi = None  # UnIndex ranges over every key (but the excluded)
         if lo is not None:
@@ -455,7 +456,7 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     keys = _keys(index, values)
     not_keys = _not_keys(index, q)
     if q.get("range"):
-        _keyword_range(index, q, values, stmt)
+        _keyword_range(index, q, stmt)
     elif values and (q.get("operator") == "and" and len(keys) < len(values) or not keys):
         raise Nothing  # a key no row can hold
     elif keys:
@@ -471,18 +472,17 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     _many_exclusion(index, q, not_keys, stmt)
 
 
-def _keyword_range(index: r.IndexDef, q: IndexQuery, values: list, stmt: Statement) -> None:
+def _keyword_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     """UnIndex's range over keywords: with ``or``, rows holding a keyword in
     the range; with ``and``, rows holding every keyword of the catalog that
     lies in the range (none there: no rows)."""
     spec = str(q.get("range"))
-    if not values and ("min" in spec or "max" in spec):
-        min(values)  # raises, as UnIndex's min() of no keys
-    text_keys = index.value_type == r.TEXT_VALUE
-    if any(isinstance(v, str) != text_keys for v in values):
-        # a BTree of text keys compares with text only (of numbers, with numbers)
-        raise TypeError(f"index {index.name!r}: range bounds {values!r} cannot be compared with its keys")
-    low, high = _bounds(index, values, spec)
+    if q.keys:
+        low, high = _bounds(index, q.keys, spec)
+    elif not q.get("not") and ("min" in spec or "max" in spec):
+        min(q.keys)  # raises, as UnIndex's min() of no keys
+    else:
+        low = high = None  # UnIndex ranges over every key (but the excluded)
     bounds = [v for v in (low, high) if v is not None]
     textual = all(isinstance(v, str) for v in bounds)
     if textual:
@@ -671,6 +671,10 @@ def _clause(index: r.IndexDef, query: dict, stmt: Statement, lexicons: dict, cat
     q = index_query(query, index)
     if kind in _UNINDEX_KINDS:
         _cache_key(q)
+        range_ = q.get("range")
+        if range_ and not isinstance(range_, str):
+            # UnIndex looks for "min" and "max" in it with str.find
+            raise TypeError(f"index {index.name!r}: range {range_!r} is not text")
     if kind in (r.FIELD, r.UUID, r.DATE, r.BOOLEAN):
         _field(index, q, stmt)
     elif kind == r.KEYWORD:
