@@ -107,6 +107,10 @@ def build_content(site, seed=7, count=40):
     login(app, SITE_OWNER_NAME)
     wf = site.portal_workflow
     wf.setChainForPortalTypes(TYPES + ITEM_TYPES, "simple_publication_workflow")
+    # the same UIDs on both sites (the site's own too), so that ranges over
+    # UIDs compare
+    IMutableUUID(site).set(uuid.UUID(int=random.Random(seed * 1000 - 1).getrandbits(128)).hex)
+    site.reindexObject(idxs=["UID"])
     folders = [site]
     for i in range(count):
         parent = rng.choice(folders)
@@ -124,7 +128,6 @@ def build_content(site, seed=7, count=40):
             language=more.choice(LANGUAGES),
             **type_fields(portal_type, i, more, today),
         )
-        # the same UID on both sites, so that ranges over UIDs compare
         IMutableUUID(obj).set(uuid.UUID(int=random.Random(seed * 1000 + i).getrandbits(128)).hex)
         if portal_type == "Folder":
             folders.append(obj)

@@ -801,6 +801,7 @@ class ExplicitCases(FuzzCase):
                 {"review_state": {"not": "private"}, "portal_type": "Folder"},
                 # UIDs are the same on both sites: their ranges compare
                 {"UID": {"query": Uid(0), "range": "min"}, "portal_type": "Document"},
+                {"UID": {"query": Uid(3), "range": "min"}},
                 # DateRecurringIndex refuses dates it cannot hold in 32 bits
                 {"portal_type": "Document", "start": DateTime("9999/12/31 23:59:00 UTC")},
                 # beside a query, a date index's not excludes nothing
