@@ -735,6 +735,10 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
     elif not isinstance(orders, (list, tuple)):
         raise TypeError(f"sort_order must be text or a list of it, not {orders!r}")
     reverse = [str(o).lower() in ("reverse", "descending") for o in orders]
+    if len(chosen) == 1 and len(reverse) > 1:
+        # ZCatalog hands the list itself to its sort of one key, which
+        # takes it for true (docs/reference.md)
+        return [(chosen[0], True)]
     result = []
     for i, index in enumerate(chosen):
         if len(reverse) == 1:
