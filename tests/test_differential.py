@@ -15,7 +15,7 @@ from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import query as query_module
 from plone.pgcatalog import rebuild
-from plone.pgcatalog import tool as tool_module
+from plone.pgcatalog import search as search_module
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.indexing import processQueue
@@ -364,7 +364,7 @@ class DifferentialTest(unittest.TestCase):
         for label, walk in (("walk finds all", 10**6), ("walk finds none", 0)):
             with (
                 mock.patch.object(query_module, "walk_rows", lambda needed, walk=walk: walk),
-                mock.patch.object(tool_module, "MIN_ROWS", 3),
+                mock.patch.object(search_module, "MIN_ROWS", 3),
             ):
                 self.compare(label)
 

@@ -9,7 +9,7 @@ from helpers import BothSitesTestCase
 from helpers import relpaths
 from plone import api
 from plone.event import utils as plone_event_utils
-from plone.pgcatalog.events import as_pytz
+from plone.pgcatalog.patches import as_pytz
 from Products.CMFCore.indexing import processQueue
 from zope.component.hooks import setSite
 
@@ -109,7 +109,7 @@ class RecurringEventTest(BothSitesTestCase):
         query = {"start": {"query": [at - 1 / 48, at + 1 / 48], "range": "min:max"}}
         pg = self.sites[0]
         self.assertEqual(self.found(pg, **query), ["/daily"])
-        own = plone_event_utils.utcoffset_normalize.wrapped
+        own = plone_event_utils.utcoffset_normalize.__wrapped__
         with mock.patch.object(plone_event_utils, "utcoffset_normalize", own):
             pg._p_jar.cacheMinimize()
             setSite(pg)

@@ -15,6 +15,7 @@ from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
+from plone.pgcatalog.registry import index_defs
 from plone.pgcatalog.relevance import ranked_sql
 
 from psycopg import sql as pgsql
@@ -78,7 +79,7 @@ class ExplainTest(CatalogTestCase):
         # that the plans do not change with a random sample
         self.conn.execute("SET LOCAL default_statistics_target = 1000")
         self.conn.execute("ANALYZE object_state")
-        self.defs = self.catalog._index_defs()
+        self.defs = index_defs(self.catalog)
 
     def tearDown(self):
         self.conn.rollback()

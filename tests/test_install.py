@@ -11,12 +11,14 @@ from datetime import timedelta
 from DateTime import DateTime
 from helpers import build_content
 from helpers import relpaths
+from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.registry import index_defs
 from plone.pgcatalog.tool import PGCatalogTool
 from OFS.ObjectManager import ObjectManager
 from Products.CMFCore.interfaces import ICatalogTool
@@ -117,7 +119,7 @@ class InstallOnExistingSiteTest(unittest.TestCase):
 
     def test_addon_index_definitions_round_trip(self):
         self.install()
-        defs = self.site.portal_catalog._index_defs()
+        defs = index_defs(self.site.portal_catalog)
         self.assertEqual(defs["my_subjects"].kind, "KeywordIndex")
         self.assertEqual(defs["my_subjects"].attrs, ("Subject",))
         self.assertEqual(defs["my_start"].kind, "DateRecurringIndex")
@@ -199,6 +201,8 @@ class ToolsetReimportTest(unittest.TestCase):
     def test_plone_toolset_reimport_keeps_catalog(self):
         portal = self.layer["portal"]
         login(self.layer["app"], SITE_OWNER_NAME)
+        api.content.create(container=portal, type="Document", id="kept", title="Kept")
+        transaction.commit()
         catalog = aq_base(portal.portal_catalog)
         count = len(portal.portal_catalog)
         setup = portal.portal_setup
@@ -210,5 +214,5 @@ class ToolsetReimportTest(unittest.TestCase):
             setup.getToolsetRegistry().getRequiredToolInfo("portal_catalog")["class"],
             "plone.pgcatalog.tool.PGCatalogTool",
         )
-        self.assertTrue(portal.portal_catalog(portal_type="Document") is not None)
+        self.assertEqual([b.getId for b in portal.portal_catalog(portal_type="Document")], ["kept"])
         self.assertIn("plone_lexicon", portal.portal_catalog.objectIds())

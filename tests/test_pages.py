@@ -7,6 +7,9 @@ from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.testing.zope import Browser
 
+from urllib.parse import quote
+
+import json
 import re
 import transaction
 
@@ -64,9 +67,28 @@ class PagesTest(CatalogTestCase):
             self.portal.absolute_url() + "/@@search?SearchableText=catalog&sort_on=sortable_title"
         )
         self.assertEqual(titles, ["Catalog basics", "Catalog internals", "Catalog secrets"])
-        self.browser.open(self.portal.absolute_url() + "/guide/folder_contents")
-        self.browser.open(self.portal.absolute_url() + "/guide")
-        for title in ("Catalog basics", "Catalog internals", "Catalog secrets", "Weather"):
-            self.assertIn(title, self.browser.contents)
+        # folder contents lists a folder through the catalog vocabulary
+        query = {
+            "criteria": [{"i": "path", "o": "plone.app.querystring.operation.string.path", "v": "/guide::1"}],
+            "sort_on": "getObjPositionInParent",
+            "sort_order": "ascending",
+        }
+        self.browser.open(
+            self.portal.absolute_url()
+            + "/guide/@@getVocabulary?name=plone.app.vocabularies.Catalog&query="
+            + quote(json.dumps(query))
+            + "&attributes="
+            + quote(json.dumps(["Title"]))
+            + "&batch="
+            + quote(json.dumps({"page": 1, "size": 30}))
+        )
+        listed = json.loads(self.browser.contents)
+        self.assertEqual(
+            [item["Title"] for item in listed["results"]],
+            ["Catalog basics", "Catalog internals", "Catalog secrets", "Weather"],
+        )
+        self.assertEqual(listed["total"], 4)
         # global navigation is a catalog query too
-        self.assertIn("Field guide", self.browser.contents)
+        self.browser.open(self.portal.absolute_url())
+        nav = self.browser.contents.split('id="portal-globalnav"', 1)[1].split("</ul>", 1)[0]
+        self.assertIn("Field guide", nav)

@@ -4,7 +4,8 @@ from DateTime.interfaces import DateTimeError
 from helpers import CatalogTestCase
 from plone import api
 from plone.pgcatalog import connection
-from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog import database
+from plone.pgcatalog import search as search_module
 from plone.pgcatalog.values import array_literal
 from psycopg.rows import tuple_row
 from Products.ZCatalog.ZCatalog import CatalogError
@@ -35,13 +36,13 @@ class ReadTest(CatalogTestCase):
 
     def count_metadata_queries(self):
         calls = []
-        original = PGCatalogTool._load_metadata
+        original = search_module.load_metadata
 
         def spy(tool, zoids):
             calls.append(len(zoids))
             return original(tool, zoids)
 
-        return calls, mock.patch.object(PGCatalogTool, "_load_metadata", spy)
+        return calls, mock.patch.object(search_module, "load_metadata", spy)
 
     def test_lazy_metadata(self):
         self.create(1000)
@@ -67,14 +68,14 @@ class ReadTest(CatalogTestCase):
         the others are selected when walked to, a growing window at a time."""
         self.create(1000)
         fetched = []
-        original = PGCatalogTool._fetch
+        original = database.fetch
 
         def spy(tool, sql, params, **options):
             rows = original(tool, sql, params, **options)
             fetched.append(len(rows))
             return rows
 
-        with mock.patch.object(PGCatalogTool, "_fetch", spy):
+        with mock.patch.object(database, "fetch", spy):
             results = self.catalog(portal_type="Document", sort_on="sortable_title")
             self.assertEqual(len(results), 1000)
             self.assertEqual(results.actual_result_count, 1000)
@@ -110,26 +111,30 @@ class ReadTest(CatalogTestCase):
         self.assertEqual([b.getRID() for b in unsorted], sorted(b.getRID() for b in unsorted))
         # every record, lazily too: the first rows and the count
         fetched.clear()
-        with mock.patch.object(PGCatalogTool, "_fetch", spy):
+        with mock.patch.object(database, "fetch", spy):
             everything = self.catalog.searchAll()
-            self.assertEqual((len(everything), fetched), (len(self.catalog), [100, 1]))
+            self.assertEqual(fetched, [100])  # the first rows and the count in one statement
+        # every record, unfiltered: what a path search from the site finds
         self.assertEqual(
-            [b.getRID() for b in self.catalog.getAllBrains()], sorted(b.getRID() for b in everything)
+            sorted(b.getPath() for b in everything),
+            sorted(b.getPath() for b in self.catalog.unrestrictedSearchResults(path="/plone")),
         )
+        self.assertEqual([b.getRID() for b in everything], sorted(b.getRID() for b in everything))
+        self.assertEqual([b.getRID() for b in self.catalog.getAllBrains()], [b.getRID() for b in everything])
 
     def test_walks_run_generic_plans(self):
         """A page sought along the sort index runs with PostgreSQL's generic
         plan; the setting ends with the statement (later statements of the
         transaction are planned as usual)."""
         calls = []
-        original = PGCatalogTool._fetch
+        original = database.fetch
 
         def spy(tool, sql, params, **options):
             calls.append(options.get("generic", False))
             return original(tool, sql, params, **options)
 
         conn = connection.storage_instance(self.portal).pg_connection
-        with mock.patch.object(PGCatalogTool, "_fetch", spy):
+        with mock.patch.object(database, "fetch", spy):
             for _ in range(7):  # psycopg prepares a statement on its sixth run
                 page = self.catalog(portal_type="Document", sort_on="modified", b_start=5, b_size=5)
                 self.assertEqual(len(page), 5)
@@ -200,10 +205,11 @@ class ReadTest(CatalogTestCase):
             self.catalog(portal_type="Folder")
             self.catalog.unrestrictedSearchResults(id="many")
             self.assertIs(connection.held_connection(), first)
-            notify(PubSuccess(request))
-            self.assertIsNone(connection.held_connection())
             pool = connection.get_pool(connection.storage_dsn(self.portal))
-            self.assertEqual(pool.get_stats().get("requests_waiting", 0), 0)
+            with mock.patch.object(pool, "putconn", wraps=pool.putconn) as putconn:
+                notify(PubSuccess(request))
+            self.assertIsNone(connection.held_connection())
+            putconn.assert_called_once_with(first)  # given back to its pool
         setRequest(None)
         connection.close_pools()
 
@@ -240,19 +246,25 @@ class ReadTest(CatalogTestCase):
         doc.reindexObject()
         conn = connection.storage_instance(self.portal).pg_connection
         with self.assertRaises(psycopg.errors.DivisionByZero):
-            self.catalog._fetch("SELECT 1 / 0", [])
+            connection.fetch(self.catalog, "SELECT 1 / 0", [])
         self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
         self.assertEqual(len(self.catalog(portal_type="Document")), 30)
         # the savepoint is set once per snapshot and kept: a later failure
         # rolls back to it just the same
         self.assertIs(connection._savepoints.get(conn), transaction.get())
         with self.assertRaises(psycopg.errors.DivisionByZero):
-            self.catalog._fetch("SELECT 1 / 0", [])
+            connection.fetch(self.catalog, "SELECT 1 / 0", [])
         self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
         self.assertEqual(len(self.catalog(Title="renamed")), 1)
         transaction.commit()
-        self.assertIsNot(connection._savepoints.get(conn), transaction.get())  # a new snapshot, none yet
+        # the next snapshot's first read sets its own savepoint, and a
+        # failure rolls back to it
         self.assertEqual([b.Title for b in self.catalog(Title="renamed")], ["Renamed in this transaction"])
+        self.assertIs(connection._savepoints.get(conn), transaction.get())
+        with self.assertRaises(psycopg.errors.DivisionByZero):
+            connection.fetch(self.catalog, "SELECT 1 / 0", [])
+        self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
+        self.assertEqual(len(self.catalog(Title="renamed")), 1)
 
     def test_failed_read_after_the_snapshot_moved(self):
         """If the storage's snapshot was replaced behind the catalog's back,
@@ -264,7 +276,7 @@ class ReadTest(CatalogTestCase):
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
         with self.assertLogs("plone.pgcatalog", "WARNING"):
             with self.assertRaises(psycopg.errors.DivisionByZero):
-                self.catalog._fetch("SELECT 1 / 0", [])
+                connection.fetch(self.catalog, "SELECT 1 / 0", [])
         self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.IDLE)
         self.assertEqual(self.portal.many.d0002.Title(), "Doc 0002")
         self.assertEqual(len(self.catalog(portal_type="Document")), 30)

@@ -4,7 +4,7 @@ from helpers import CatalogTestCase
 from helpers import relpaths
 from plone import api
 from plone.pgcatalog.connection import storage_dsn
-from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog import search as search_module
 from unittest import mock
 
 from zope.interface import alsoProvides
@@ -46,6 +46,7 @@ class WriteTest(CatalogTestCase):
     def test_abort_leaves_catalog_as_it_was(self):
         before = self.rows()
         api.content.create(container=self.portal, type="Document", id="d2", title="Second")
+        self.assertEqual(len(self.find(id="d2")), 1)  # pending in this transaction
         transaction.abort()
         self.assertEqual(before, self.rows())
         self.assertEqual(self.find(id="d2"), [])
@@ -63,9 +64,9 @@ class WriteTest(CatalogTestCase):
 
     def test_failed_commit_writes_nothing(self):
         api.content.create(container=self.portal, type="Document", id="doomed", title="Doomed")
-        from plone.pgcatalog import processor
+        from plone.pgcatalog import row
 
-        with mock.patch.object(processor, "row_params", side_effect=RuntimeError("boom")):
+        with mock.patch.object(row, "sql_params", side_effect=RuntimeError("boom")):
             with self.assertRaises(RuntimeError):
                 transaction.commit()
         transaction.abort()
@@ -204,7 +205,7 @@ class WriteTest(CatalogTestCase):
         doc = api.content.create(container=self.portal, type="Document", id="paged", title="Committed title")
         transaction.commit()
         page = {"sort_on": "sortable_title", "b_start": 0, "b_size": 5}
-        separately = mock.patch.object(PGCatalogTool, "_load_metadata", side_effect=AssertionError)
+        separately = mock.patch.object(search_module, "load_metadata", side_effect=AssertionError)
         with separately:
             self.assertEqual(self.catalog(UID=doc.UID(), **page)[0].Title, "Committed title")
             doc.title = "Metadata kept"

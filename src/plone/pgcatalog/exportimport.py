@@ -17,6 +17,8 @@ from __future__ import annotations
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.interfaces import IPGIndex
 from plone.pgcatalog.lexicon import Lexicon
+from plone.pgcatalog.pending import changes_for
+from plone.pgcatalog.schema import index_ddl
 from Products.GenericSetup.interfaces import INode
 from Products.GenericSetup.interfaces import ISetupEnviron
 from Products.GenericSetup.utils import NodeAdapterBase
@@ -29,6 +31,21 @@ from zope.interface import implementer
 # kinds configured by indexed_attr children (GenericSetup's
 # PluggableIndexNodeAdapter and ZCTextIndexNodeAdapter)
 _ATTR_KINDS = (r.FIELD, r.KEYWORD, r.UUID, r.BOOLEAN, r.TEXT)
+
+
+def reconfigure_index(tool, index: r.IndexDef) -> None:
+    """Replace an index's definition by *index* (same name).  When it
+    changed, its values are dropped (searches in this transaction no longer
+    see them; the rows lose them at commit), as ZCatalog clears the index:
+    ``reindexIndex`` fills it again."""
+    defs = r.index_defs(tool)
+    old = defs[index.name]
+    if old == index and old.options == index.options:
+        return
+    r.set_index_defs(tool, [index if d.name == index.name else d for d in defs.values()])
+    pending = changes_for(tool)
+    pending.ddl.extend(index_ddl(index))
+    pending.clear_index(index.name, index.column)
 
 
 def _true(text: str) -> bool:
@@ -74,7 +91,7 @@ class IndexNodeAdapter(NodeAdapterBase):
                     options["naive_as_local"] = _true(text)
                 elif name == "precision":
                     options["precision"] = int(text.strip() or 0)
-        self.context._tool._reconfigure_index(r.IndexDef(index.name, index.kind, attrs, options))
+        reconfigure_index(self.context._tool, r.IndexDef(index.name, index.kind, attrs, options))
 
     node = property(_exportNode, _importNode)
 

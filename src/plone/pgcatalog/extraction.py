@@ -18,8 +18,10 @@ from plone.event.recurrence import recurrence_sequence_ical
 from plone.event.utils import dt2int
 from plone.event.utils import pydt
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.row import CatalogRow
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.values import date_minutes
+from plone.pgcatalog.values import range_minutes
 from plone.pgcatalog.values import encode_metadata
 
 import logging
@@ -143,31 +145,6 @@ def date_value(attrs: Attributes, index: r.IndexDef):
     return result
 
 
-def range_minutes(value, precision: int = 0):
-    """DateRangeIndex's minutes since the epoch, None outside its bounds."""
-    if value is None or value is MV:
-        return None
-    try:
-        if isinstance(value, str):
-            value = DateTime(value)
-        elif not isinstance(value, DateTime):
-            value = DateTime(value)
-    except Exception:
-        return None
-    minutes = int(value.millis() / 1000 / 60)
-    if precision > 1:
-        minutes -= minutes % precision
-    floor, ceiling = _range_floor_ceiling()
-    if minutes < floor or minutes > ceiling:
-        return None
-    return minutes
-
-
-def _range_floor_ceiling():
-    # DateRangeIndex's defaults (epoch minutes of 1000-01-01 and 2499-12-31)
-    return -510162480, 278751600
-
-
 def date_range_value(attrs: Attributes, index: r.IndexDef):
     since_field = index.options.get("since_field")
     until_field = index.options.get("until_field")
@@ -253,27 +230,19 @@ def text_value(words: list[str]) -> tuple[str | None, list]:
     return " ".join(parts), counts
 
 
-def path_columns(uid: str) -> dict:
-    parent, _, _ = uid.rpartition("/")
-    return {"path": uid, "parent_path": parent or "/", "path_depth": uid.count("/")}
+def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata: bool = True) -> CatalogRow:
+    """The catalog row of *obj* cataloged under *uid*.
 
-
-def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata: bool = True) -> dict:
-    """Extract a catalog row for *obj* cataloged under *uid*.
-
-    Returns ``{"idx": {...}, "word_counts": {...}, "meta": {...}}`` plus the
-    path columns and the own columns of the indexes that have one
-    (``searchable_text``...); ``word_counts`` holds, per text index, its
-    number of words and their frequencies (None: no text to index).
-    With *idxs*, only those indexes are extracted (``idx`` then holds a
-    partial update) and ``partial`` is True; without *with_metadata*,
+    ``word_counts`` holds, per text index, its number of words and their
+    frequencies (None: no text to index).  With *idxs*, only those indexes
+    are extracted and the row is partial; without *with_metadata*, its
     ``meta`` is None (the committed metadata stays).
     """
     attrs = Attributes(obj)
     wanted = None if not idxs else set(idxs)
     idx = {}
     word_counts = {}
-    row = {"partial": wanted is not None}
+    own = {}
     for index in indexes:
         if wanted is not None and index.name not in wanted:
             continue
@@ -300,14 +269,11 @@ def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata
             datum = r.custom_kind(kind).value(attrs.obj, index)
             value = _marker if datum is None else datum
         if index.column is not None:
-            row[index.column] = None if value is _marker else value
+            own[index.column] = None if value is _marker else value
         else:
             _put(idx, index.name, value)
-    row["idx"] = idx
-    row["word_counts"] = word_counts
-    row["meta"] = metadata(attrs, columns) if with_metadata else None
-    row.update(path_columns(uid))
-    return row
+    meta = metadata(attrs, columns) if with_metadata else None
+    return CatalogRow(uid, idx, word_counts, meta, partial=wanted is not None, own=own)
 
 
 def _put(idx: dict, name: str, value) -> None:

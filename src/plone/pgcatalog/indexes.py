@@ -16,9 +16,13 @@ from collections.abc import Iterator
 from collections.abc import Mapping
 from functools import cache
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.database import cataloged_rows
+from plone.pgcatalog.database import read
+from plone.pgcatalog.database import select
 from plone.pgcatalog.interfaces import IPGIndex
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.values import is_rid
 from Products.ZCatalog.query import IndexQuery
 from zope.interface import classImplementsOnly
 from zope.interface import implementedBy
@@ -28,7 +32,7 @@ import importlib
 import orjson
 
 
-__all__ = ["CatalogInternals", "IndexesMapping", "IndexView", "index_entry", "index_view"]
+__all__ = ["CatalogInternals", "IndexesMapping", "IndexView", "index_entries", "index_entry", "index_view"]
 
 # The stock class of each kind: a view provides what its class implements,
 # so that adapters registered for the class (plone.restapi's query
@@ -86,7 +90,7 @@ class IndexView:
         """What the index holds for a record: its value, words or path."""
         if self._def.kind == r.GOPIP:
             return []  # ZCatalog's GopipIndex holds nothing, for any record
-        entries = self._tool._index_entries(documentId)
+        entries = index_entries(self._tool, documentId)
         if entries is None:
             return default
         return entries.get(self.id, default)
@@ -95,11 +99,11 @@ class IndexView:
         if self._def.kind in (r.FIELD, r.UUID) and self._def.sql_type == "text":
             return [
                 zoid
-                for (zoid,) in self._tool._select(
-                    "zoid", f"idx IS NOT NULL AND {self._def.expression()} = %s", [value]
+                for (zoid,) in select(
+                    self._tool, "zoid", f"idx IS NOT NULL AND {self._def.expression()} = %s", [value]
                 )
             ]
-        results = self._tool._unrestrictedSearchResults({self.id: value})
+        results = self._tool.unrestrictedSearchResults({self.id: value})
         return [brain.getRID() for brain in results]
 
     def query_index(self, record, resultset=None) -> LLTreeSet:
@@ -109,7 +113,7 @@ class IndexView:
             value = record.get(option)
             if option != "query" and value is not None:
                 query[option] = value
-        found = LLTreeSet(brain.getRID() for brain in self._tool._unrestrictedSearchResults({self.id: query}))
+        found = LLTreeSet(brain.getRID() for brain in self._tool.unrestrictedSearchResults({self.id: query}))
         return found if resultset is None else LLTreeSet(rid for rid in found if rid in resultset)
 
     def _apply_index(self, request, resultset=None):
@@ -134,7 +138,7 @@ class IndexView:
             where = f"{self._def.column} IS NOT NULL"
         else:
             where = f"idx ? {self._def.key}"
-        return self._tool._select("count(*)", f"{CATALOGED} AND {where}", [])[0][0]
+        return select(self._tool, "count(*)", f"{CATALOGED} AND {where}", [])[0][0]
 
     def indexSize(self) -> int:
         """How many distinct values the index holds."""
@@ -215,7 +219,8 @@ def _sorted(values) -> list:
 def _grouped(tool, element: str, where: str, source: str = ROWS) -> dict:
     """``{value: number of records}`` of the JSON values *element* over
     the catalog rows (*source*, which names them ``object_state``)."""
-    rows = tool._read(
+    rows = read(
+        tool,
         f"SELECT {element}::text AS v, count(DISTINCT object_state.zoid) FROM {source} "
         f"WHERE {CATALOGED} AND {where} GROUP BY v",
         [],
@@ -272,19 +277,19 @@ class IndexesMapping(Mapping):
         self._tool = tool
 
     def __getitem__(self, name):
-        index = self._tool._index_defs().get(name)
+        index = r.index_defs(self._tool).get(name)
         if index is None:
             raise KeyError(name)
         return index_view(index.kind)(self._tool, index)
 
     def __contains__(self, name):
-        return name in self._tool._index_defs()
+        return name in r.index_defs(self._tool)
 
     def __iter__(self):
-        return iter(self._tool._index_defs())
+        return iter(r.index_defs(self._tool))
 
     def __len__(self):
-        return len(self._tool._index_defs())
+        return len(r.index_defs(self._tool))
 
 
 class _ReadOnlyMapping(Mapping):
@@ -317,7 +322,7 @@ class _Uids(_ReadOnlyMapping):
         return rid
 
     def __iter__(self):
-        for path, _ in self._tool._cataloged_rows_by("path"):
+        for _, path in cataloged_rows(self._tool, "path"):
             yield path
 
 
@@ -331,7 +336,7 @@ class _Paths(_ReadOnlyMapping):
             raise KeyError(rid) from exc
 
     def __iter__(self):
-        for _, rid in self._tool._cataloged_rows_by("zoid"):
+        for rid, _ in cataloged_rows(self._tool, "zoid"):
             yield rid
 
 
@@ -406,3 +411,34 @@ def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None
         since, until = value
         return (None if since == r.OPEN_START else since, None if until == r.OPEN_END else until)
     return value
+
+
+_MISSING = object()
+
+
+def index_entries(tool, rid: int) -> dict | None:
+    """Every index's entry for a record (see :func:`index_entry`), without
+    the indexes that hold nothing for it; None if it is not cataloged."""
+    if not is_rid(rid):
+        return None
+    defs = r.index_defs(tool)
+    texts = [d for d in defs.values() if d.kind == r.TEXT]
+    # a text index's words in document order, from the tsvector positions
+    words = "".join(
+        f", (SELECT array_agg(w.lexeme ORDER BY p) FROM unnest({d.expression()}) AS w, unnest(w.positions) AS p)"
+        for d in texts
+    )
+    # keyword lists kept in a column of their own (object_provides)
+    own = [d for d in defs.values() if d.kind != r.TEXT and d.column is not None]
+    columns = "".join(f", {d.column}" for d in own)
+    rows = select(tool, f"path, idx{columns}{words}", f"zoid = %s AND {CATALOGED}", [rid])
+    if not rows:
+        return None
+    path, idx, *rest = rows[0]
+    idx = {
+        **idx,
+        **{d.name: value for d, value in zip(own, rest[: len(own)], strict=True) if value is not None},
+    }
+    by_text = dict(zip((d.name for d in texts), rest[len(own) :], strict=True))
+    entries = {name: index_entry(d, idx, path, by_text.get(name), _MISSING) for name, d in defs.items()}
+    return {name: entry for name, entry in entries.items() if entry is not _MISSING}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 from plone.pgcatalog.connection import jar_of
-from plone.pgcatalog.registry import OWN_COLUMN_NAMES
+from plone.pgcatalog.row import CatalogRow
 from zope.interface import implementer
 
 import transaction
@@ -22,38 +22,31 @@ import transaction.interfaces
 _KEY = "plone.pgcatalog.pending"
 
 
+__all__ = ["Pending", "changes_for", "get_pending"]
+
+
 @dataclass
 class Pending:
     """Rows to write (by zoid) and catalog paths to clear."""
 
-    rows: dict = field(default_factory=dict)
-    removed: dict = field(default_factory=dict)  # path -> True, ordered
-    written: set = field(default_factory=set)  # zoids whose row went with the object
-    ddl: list = field(default_factory=list)  # CREATE INDEX statements for new indexes
+    rows: dict[int, CatalogRow] = field(default_factory=dict)
+    removed: dict[str, bool] = field(default_factory=dict)  # path -> True, ordered
+    written: set[int] = field(default_factory=set)  # zoids whose row went with the object
+    ddl: list[str] = field(default_factory=list)  # CREATE INDEX statements for new indexes
     clear_all: bool = False  # manage_catalogClear: empty the catalog first
-    cleared: dict = field(default_factory=dict)  # reconfigured index -> its own column or None
+    cleared: dict[str, str | None] = field(default_factory=dict)  # reconfigured index -> its own column
     reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
 
-    def catalog(self, zoid: int, row: dict) -> None:
+    def catalog(self, zoid: int, row: CatalogRow) -> None:
         earlier = self.rows.get(zoid)
-        if row["partial"] and earlier is not None:
-            merged = dict(earlier)
-            for key in ("idx", "word_counts"):
-                merged[key] = {**earlier.get(key, {}), **row.get(key, {})}
-            for key in ("path", "parent_path", "path_depth"):
-                merged[key] = row[key]
-            if row["meta"] is not None:
-                merged["meta"] = row["meta"]
-            for column in OWN_COLUMN_NAMES:
-                if column in row:
-                    merged[column] = row[column]
-            row = merged
-        if earlier is not None and earlier["path"] != row["path"]:
-            self.removed[earlier["path"]] = True
+        if earlier is not None:
+            if earlier.path != row.path:
+                self.removed[earlier.path] = True
+            row = earlier.merged(row)
         self.rows[zoid] = row
 
     def uncatalog(self, path: str) -> None:
-        for zoid in [z for z, row in self.rows.items() if row["path"] == path]:
+        for zoid in [z for z, row in self.rows.items() if row.path == path]:
             del self.rows[zoid]
         self.removed[path] = True
 
@@ -62,19 +55,7 @@ class Pending:
         in *column*, if it has one) go, those computed so far in this
         transaction and, at commit, the committed ones of rows that this
         transaction does not rewrite."""
-        for zoid, row in list(self.rows.items()):
-            row = dict(row)  # rows are shared with savepoint snapshots
-            if column is not None:
-                if not row["partial"] or column in row:
-                    row[column] = None
-            keys = ("word_counts",) if column is not None else ("idx", "word_counts")
-            for key in keys:
-                row[key] = dict(row.get(key, {}))
-                if row["partial"]:
-                    row[key][name] = None  # a null removes the key when merged
-                else:
-                    row[key].pop(name, None)
-            self.rows[zoid] = row
+        self.rows = {zoid: row.cleared(name, column) for zoid, row in self.rows.items()}
         self.cleared[name] = column
 
     def snapshot(self) -> Pending:

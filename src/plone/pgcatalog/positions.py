@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
-from plone.pgcatalog.extraction import path_columns
+from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.interfaces import IPGCatalogTool
+from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.row import CatalogRow
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import array_literal
 from Products.CMFCore.utils import getToolByName
@@ -43,7 +45,7 @@ def positions_changed(container) -> None:
     catalog = getToolByName(container, "portal_catalog", None)
     if catalog is None or not IPGCatalogTool.providedBy(catalog):
         return
-    if not any(d.kind == r.GOPIP for d in catalog._index_defs().values()):
+    if not any(d.kind == r.GOPIP for d in r.index_defs(catalog).values()):
         return
     pending = changes_for(catalog)
     if not pending.reordered:
@@ -65,11 +67,11 @@ def refresh_positions(catalog) -> None:
     if pending is None or not pending.reordered:
         return
     containers, pending.reordered = pending.reordered, {}
-    names = [d.name for d in catalog._index_defs().values() if d.kind == r.GOPIP]
+    names = [d.name for d in r.index_defs(catalog).values() if d.kind == r.GOPIP]
     for path, container in containers.items():
         ids = list(container.objectIds())  # in the container's order
         for name in names:
-            rows = catalog._read(_CHANGED, [array_literal(ids), path + "/", path, name])
+            sql, head = catalog_sql(_CHANGED, pending)  # this transaction's rows
+            rows = fetch(catalog, sql, [*head, array_literal(ids), path + "/", path, name])
             for zoid, child_path, position in rows:
-                row = {"partial": True, "idx": {name: position}, "word_counts": {}, "meta": None}
-                pending.catalog(zoid, {**row, **path_columns(child_path)})
+                pending.catalog(zoid, CatalogRow(child_path, {name: position}, partial=True))

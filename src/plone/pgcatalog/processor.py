@@ -10,10 +10,8 @@ processor is shared by all threads; everything per transaction lives in
 
 from __future__ import annotations
 
+from plone.pgcatalog import row
 from plone.pgcatalog.pending import get_pending
-from plone.pgcatalog.registry import OWN_COLUMN_NAMES
-from plone.pgcatalog.schema import CATALOG_COLUMNS
-from plone.pgcatalog.schema import clear_index_sql
 from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
 from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.undo import plan_repair
@@ -21,68 +19,27 @@ from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
 from zodb_pgjsonb.storage import ExtraColumn
 
-import orjson
 import transaction
 
 
-_CASTS = {
-    "idx": "::jsonb",
-    "word_counts": "::jsonb",
-    "meta": "::text",
-    "searchable_text": "::tsvector",
-    "object_provides": "::jsonb",
-}
-
-_CLEAR = ", ".join(f"{name} = NULL" for name in CATALOG_COLUMNS)
+__all__ = ["CatalogStateProcessor", "ensure_processor"]
 
 
-def row_params(row: dict) -> dict:
-    """A pending row as SQL parameters for the catalog columns."""
-    idx = {k: v for k, v in row["idx"].items() if v is not None}
-    counts = {k: v for k, v in row.get("word_counts", {}).items() if v is not None}
-    return {
-        "path": row["path"],
-        "parent_path": row["parent_path"],
-        "path_depth": row["path_depth"],
-        "idx": orjson.dumps(idx).decode(),
-        "word_counts": _json(counts or None),
-        "meta": _json(row["meta"]),
-        "searchable_text": row.get("searchable_text"),
-        "object_provides": _json(row.get("object_provides")),
-    }
-
-
-def _json(value) -> str | None:
-    return None if value is None else orjson.dumps(value).decode()
-
-
-def _set(column: str) -> str:
-    return f"{column} = %({column})s{_CASTS.get(column, '')}"
-
-
-# A full row replaces every column; a partial one merges idx and the word
-# counts and keeps the own columns and metadata it does not carry.
-_UPDATE_FULL = "UPDATE object_state SET {} WHERE zoid = %(zoid)s".format(
-    ", ".join(map(_set, CATALOG_COLUMNS))
-)
-_UPDATE_PARTIAL = (
-    "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s, path_depth = %(path_depth)s, "
-    "idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb), "
-    "word_counts = NULLIF(jsonb_strip_nulls(COALESCE(word_counts, '{}'::jsonb) || %(word_counts)s::jsonb), '{}'), "
-    "meta = COALESCE(%(meta)s::text, meta), "
-    + ", ".join(
-        f"{column} = CASE WHEN %(has_{column})s THEN %({column})s{_CASTS[column]} ELSE {column} END"
-        for column in OWN_COLUMN_NAMES
-    )
-    + " WHERE zoid = %(zoid)s"
-)
+def ensure_processor(instance) -> None:
+    """Register the catalog's state processor on a zodb-pgjsonb storage
+    (or a storage instance of it), once."""
+    main = getattr(instance, "_main", instance)
+    if getattr(main, "_pgcatalog_processor", None) is None:
+        processor = CatalogStateProcessor()
+        main.register_state_processor(processor)
+        main._pgcatalog_processor = processor
 
 
 class CatalogStateProcessor:
     """Writes catalog rows with their objects, clears them on uncatalog."""
 
     def get_extra_columns(self) -> list[ExtraColumn]:
-        return [ExtraColumn(name, f"%({name})s{_CASTS.get(name, '')}") for name in CATALOG_COLUMNS]
+        return [ExtraColumn(name, value) for name, value in row.extra_columns()]
 
     def get_schema_sql(self) -> str:
         return schema_sql()
@@ -91,11 +48,11 @@ class CatalogStateProcessor:
         pending = get_pending()
         if pending is None:
             return None
-        row = pending.rows.get(zoid)
-        if row is None or row["partial"]:
+        catalog_row = pending.rows.get(zoid)
+        if catalog_row is None or catalog_row.partial:
             return None
         pending.written.add(zoid)
-        return row_params(row)
+        return row.sql_params(catalog_row)
 
     def undone(self, cursor, tid: int, restored: list[int], deleted: list[int], entries: dict) -> None:
         """An undo is restoring *restored*: catalog them again once it has
@@ -109,36 +66,23 @@ class CatalogStateProcessor:
         for statement in pending.ddl:
             cursor.execute(statement)
         for name, column in pending.cleared.items():
-            cursor.execute(clear_index_sql(name, column), (array_literal(pending.rows),))
+            cursor.execute(row.clear_index_sql(name, column), (array_literal(pending.rows),))
         if pending.clear_all:
             # rows about to be written in full need no clearing first
-            rewritten = pending.written | {zoid for zoid, row in pending.rows.items() if not row["partial"]}
+            rewritten = pending.written | {zoid for zoid, r in pending.rows.items() if not r.partial}
             cursor.execute(
-                f"UPDATE object_state SET {_CLEAR} WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s::bigint[]))",
+                f"UPDATE object_state SET {row.clear_all_sql()} "
+                "WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s::bigint[]))",
                 (array_literal(rewritten),),
             )
-        full, partial = [], []
-        for zoid, row in pending.rows.items():
-            if row["partial"]:
-                partial.append((zoid, row))
-            elif zoid not in pending.written:
-                full.append((zoid, row))
-        if full:
-            cursor.executemany(_UPDATE_FULL, [{**row_params(row), "zoid": zoid} for zoid, row in full])
-        if partial:
-            params = []
-            for zoid, row in partial:
-                p = row_params(row)
-                p["zoid"] = zoid
-                p["idx"] = orjson.dumps(row["idx"]).decode()  # keeps nulls: they remove keys
-                p["word_counts"] = orjson.dumps(row.get("word_counts", {})).decode()
-                for column in OWN_COLUMN_NAMES:
-                    p[f"has_{column}"] = column in row
-                params.append(p)
-            cursor.executemany(_UPDATE_PARTIAL, params)
+        full = [(z, r) for z, r in pending.rows.items() if not r.partial and z not in pending.written]
+        partial = [(z, r) for z, r in pending.rows.items() if r.partial]
+        for sql, rows in ((row.full_update_sql(), full), (row.partial_update_sql(), partial)):
+            if rows:
+                cursor.executemany(sql, [{**row.sql_params(r), "zoid": z} for z, r in rows])
         if pending.removed:
             cursor.execute(
-                f"UPDATE object_state SET {_CLEAR} WHERE path = ANY(%s::text[]) AND NOT (zoid = ANY(%s::bigint[]))",
+                f"UPDATE object_state SET {row.clear_all_sql()} WHERE path = ANY(%s::text[]) AND NOT (zoid = ANY(%s::bigint[]))",
                 (array_literal(pending.removed), array_literal(pending.rows)),
             )
         cursor.execute(FOLD_TEXT_STATISTICS)

@@ -20,7 +20,6 @@ from dataclasses import field
 from functools import partial
 from DateTime import DateTime
 from plone.pgcatalog import registry as r
-from plone.pgcatalog.extraction import range_minutes
 from plone.pgcatalog.paths import EVERYTHING
 from plone.pgcatalog.paths import NOTHING
 from plone.pgcatalog.paths import path_condition
@@ -34,6 +33,7 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import json_text
+from plone.pgcatalog.values import range_minutes
 from Products.ZCatalog.ZCatalog import CatalogError
 from ZPublisher.HTTPRequest import record
 

@@ -67,7 +67,6 @@ OWN_COLUMNS = {
     (TEXT, SEARCHABLE_TEXT): "searchable_text",
     (KEYWORD, "object_provides"): "object_provides",
 }
-OWN_COLUMN_NAMES = tuple(OWN_COLUMNS.values())
 
 
 def name_literal(name: str) -> str:
@@ -277,3 +276,34 @@ def custom_kind(kind: str):
     if utility is None:
         raise LookupError(f"no IIndexKind utility for index type {kind!r}")
     return utility
+
+
+# The registry is kept on the catalog tool as plain data (no persistent
+# objects of its own): ``_pgc_indexes``, IndexDef.to_data() dicts in
+# definition order, and ``_pgc_columns``, the metadata column names.
+
+
+def index_defs(tool) -> dict[str, IndexDef]:
+    """The tool's indexes by name, in definition order (built once per
+    change of the stored tuple, in a volatile attribute)."""
+    stored = tool._pgc_indexes
+    cached = tool.__dict__.get("_v_index_defs")
+    if cached is not None and cached[0] is stored:
+        return cached[1]
+    defs = {data["name"]: IndexDef.from_data(data) for data in stored}
+    tool._v_index_defs = (stored, defs)
+    return defs
+
+
+def set_index_defs(tool, defs) -> None:
+    """Store *defs* (IndexDefs, in order) as the tool's indexes."""
+    tool._pgc_indexes = tuple(d.to_data() for d in defs)
+
+
+def metadata_columns(tool) -> tuple[str, ...]:
+    """The tool's metadata column names, in order."""
+    return tuple(tool._pgc_columns)
+
+
+def set_metadata_columns(tool, names) -> None:
+    tool._pgc_columns = tuple(names)

@@ -36,6 +36,9 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
+__all__ = ["Scored", "normalized", "ranked_sql", "score_scale", "scored_sql"]
+
+
 @dataclass
 class Scored:
     """A text index's part of a query ordered by relevance."""
@@ -205,3 +208,27 @@ def ranked_sql(
     params += [p for part in parts for p in part.score_params]
     params += where_params
     return "WITH " + ",\n".join(ctes), params
+
+
+def scored_sql(tail: str, counted: bool = False, metadata: bool = False) -> str:
+    """Select from :func:`ranked_sql`'s matches, best first (ties by record
+    id, highest first, as ZCatalog orders them): ``zoid, path, score``,
+    the best score of all matches, then their number when *counted*, then
+    the stored metadata of the selected rows when *metadata*; *tail*
+    (LIMIT, OFFSET) applies to the matches."""
+    columns = "zoid, path, score, max(score) OVER ()" + (", count(*) OVER ()" if counted else "")
+    sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+    if not metadata:
+        return sql
+    return (
+        f"SELECT s.*, o.meta FROM ({sql}) AS s LEFT JOIN object_state o ON o.zoid = s.zoid"
+        " ORDER BY s.score DESC, s.zoid DESC"
+    )
+
+
+def normalized(score: int, best: int, scale: tuple[int, int]) -> tuple[int, int]:
+    """ZCatalog's ``data_record_score_`` and ``data_record_normalized_score_``
+    of a match: its text *score* and the *best* one, as the query's other
+    indexes scale them (:func:`score_scale`)."""
+    a, b = scale
+    return a * score + b, int(100.0 * (a * score + b) / (a * best + b))

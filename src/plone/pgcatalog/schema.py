@@ -12,12 +12,11 @@ and statistics on every expression give the planner real row counts.
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.row import column_ddl
 
 import hashlib
 import re
 
-
-CATALOG_COLUMNS = ("path", "parent_path", "path_depth", "idx", "word_counts", "meta", *r.OWN_COLUMN_NAMES)
 
 CATALOGED = "idx IS NOT NULL"
 
@@ -32,14 +31,7 @@ def schema_sql() -> str:
     """Columns and the fixed indexes (path, parent, SearchableText)."""
     return f"""
 ALTER TABLE object_state
-    ADD COLUMN IF NOT EXISTS path TEXT COLLATE "C",
-    ADD COLUMN IF NOT EXISTS parent_path TEXT COLLATE "C",
-    ADD COLUMN IF NOT EXISTS path_depth INTEGER,
-    ADD COLUMN IF NOT EXISTS idx JSONB,
-    ADD COLUMN IF NOT EXISTS word_counts JSONB,
-    ADD COLUMN IF NOT EXISTS meta TEXT,
-    ADD COLUMN IF NOT EXISTS searchable_text TSVECTOR,
-    ADD COLUMN IF NOT EXISTS object_provides JSONB;
+{column_ddl()};
 -- Keep idx inline and uncompressed: PostgreSQL then moves the object state,
 -- metadata and wide columns out of line first, and a search reads each row's
 -- idx from the heap page, without fetching or decompressing anything.
@@ -158,18 +150,3 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         stats_on = ", ".join(f"({e})" for e in exprs)
         ddl.append(f"CREATE STATISTICS IF NOT EXISTS {name}_stats ON {stats_on} FROM object_state")
     return ddl
-
-
-def clear_index_sql(name: str, column: str | None) -> str:
-    """Drop the committed rows' values of index *name*, stored in its own
-    *column* if it has one (ZCatalog's ``index.clear()``), and its word
-    counts, except in the rows given as the one parameter."""
-    keep = "NOT (zoid = ANY(%s::bigint[]))"
-    key = r.name_literal(name)
-    counts = f"word_counts = NULLIF(word_counts - {key}, '{{}}')"
-    if column is not None:
-        return (
-            f"UPDATE object_state SET {column} = NULL, {counts} "
-            f"WHERE ({column} IS NOT NULL OR word_counts ? {key}) AND {keep}"
-        )
-    return f"UPDATE object_state SET idx = idx - {key}, {counts} WHERE (idx ? {key} OR word_counts ? {key}) AND {keep}"

@@ -15,7 +15,7 @@ from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.schema import index_ddl
-from plone.pgcatalog.tool import ensure_processor
+from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.tool import PGCatalogTool
 from plone.pgcatalog.toolset import register_required_tool
 from Products.CMFCore.interfaces import ICatalogTool
@@ -48,7 +48,7 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
-    for index in tool._index_defs().values():
+    for index in r.index_defs(tool).values():
         pending.ddl.extend(index_ddl(index))
     return tool
 
@@ -88,8 +88,8 @@ def replace_catalog(site) -> PGCatalogTool:
     columns = tuple(old.schema())
 
     tool = PGCatalogTool()
-    tool._set_index_defs(defs)
-    tool._pgc_columns = columns
+    r.set_index_defs(tool, defs)
+    r.set_metadata_columns(tool, columns)
     site._delObject("portal_catalog", suppress_events=True)
     site._setObject("portal_catalog", tool, suppress_events=True)
     tool = site.portal_catalog

@@ -1,7 +1,7 @@
 """Event subscribers: register the state processor, release connections."""
 
 from plone.pgcatalog.connection import release_request_connection
-from plone.pgcatalog.tool import ensure_processor
+from plone.pgcatalog.processor import ensure_processor
 
 
 def database_opened(event) -> None:

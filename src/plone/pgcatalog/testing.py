@@ -92,7 +92,7 @@ def drop_database(server_dsn: str, name: str) -> None:
 
 def open_pg_db(dsn: str, history_preserving: bool = False) -> ZODB.DB:
     """A ZODB on a new PGJsonbStorage with the catalog's processor."""
-    from plone.pgcatalog.tool import ensure_processor
+    from plone.pgcatalog.processor import ensure_processor
     from zodb_pgjsonb.storage import PGJsonbStorage
 
     storage = PGJsonbStorage(dsn, cache_warm_pct=0, pool_max_size=20, history_preserving=history_preserving)

@@ -5,8 +5,9 @@ is not exactly the one its toolset registry names, and Plone's base
 profile names ZCatalog's ``CatalogTool`` for ``portal_catalog``.
 Re-importing that step (an upgrade, "import all steps" of
 ``Products.CMFPlone:plone``) would swap the PostgreSQL catalog for an
-empty ZCatalog.  The step is wrapped so that an installed catalog is kept,
-untouched, and the registry goes on naming it.
+empty ZCatalog.  :func:`import_toolset` takes the step's place (see
+:mod:`plone.pgcatalog.patches`): an installed catalog is kept, untouched,
+and the registry goes on naming it.
 """
 
 from __future__ import annotations
@@ -50,8 +51,3 @@ def import_toolset(context) -> None:
             site._delObject(TOOL_ID, suppress_events=True)
         site._setObject(TOOL_ID, catalog, suppress_events=True)
     register_required_tool(context.getSetupTool())
-
-
-def guard_toolset_import() -> None:
-    """Route the ``toolset`` step (resolved by dotted name) through us."""
-    setup_tool.importToolset = import_toolset

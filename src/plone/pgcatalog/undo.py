@@ -26,6 +26,8 @@ from __future__ import annotations
 from Acquisition import aq_base
 from Acquisition import aq_chain
 from dataclasses import dataclass
+from plone.pgcatalog.database import select
+from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.rebuild import catalog_tree
 from plone.pgcatalog.rebuild import catalogable
 from plone.pgcatalog.schema import CATALOGED
@@ -163,8 +165,6 @@ def _outermost(repairs: list[Repair]) -> list[Repair]:
 def _catalog_of(app, path: str):
     """The plone.pgcatalog tool of the site *path* lies in, the site hook
     set to it; None for paths of other catalogs."""
-    from plone.pgcatalog.tool import PGCatalogTool
-
     obj = app
     for name in path.strip("/").split("/"):
         found = obj.unrestrictedTraverse(name, None) if name else obj
@@ -175,7 +175,7 @@ def _catalog_of(app, path: str):
         if ISite.providedBy(item):
             setSite(item)
             catalog = getattr(aq_base(item), "portal_catalog", None)
-            if isinstance(catalog, PGCatalogTool):
+            if IPGCatalogTool.providedBy(catalog):
                 return item.portal_catalog
             return None
     return None
@@ -203,7 +203,7 @@ def _reconcile_children(catalog, folder, path: str) -> None:
         return
     present = {f"{path}/{name}": child for name, child in folder.objectItems() if catalogable(child)}
     cataloged = {
-        row_path for (row_path,) in catalog._select("path", f"parent_path = %s AND {CATALOGED}", [path])
+        row_path for (row_path,) in select(catalog, "path", f"parent_path = %s AND {CATALOGED}", [path])
     }
     for row_path in cataloged - present.keys():
         _uncatalog_tree(catalog, row_path)
@@ -212,8 +212,8 @@ def _reconcile_children(catalog, folder, path: str) -> None:
 
 
 def _uncatalog_tree(catalog, path: str) -> None:
-    rows = catalog._select(
-        "path", f"{CATALOGED} AND (path = %s OR starts_with(path, %s))", [path, path + "/"]
+    rows = select(
+        catalog, "path", f"{CATALOGED} AND (path = %s OR starts_with(path, %s))", [path, path + "/"]
     )
     for (row_path,) in rows:
         catalog.uncatalog_object(row_path)

@@ -9,6 +9,7 @@ i18n messages), so it is encoded as JSON with small type tags.
 from __future__ import annotations
 
 from DateTime import DateTime
+from Missing import MV
 from datetime import date
 from datetime import datetime
 from datetime import UTC
@@ -78,6 +79,32 @@ def _date_minutes(value, naive_as_local: bool, precision: int):
 #
 # Tags are one-key objects whose key starts with "~"; a real dict with such a
 # single key is wrapped so it cannot be mistaken for a tag.
+
+
+def range_minutes(value, precision: int = 0):
+    """DateRangeIndex's minutes since the epoch, None outside its bounds."""
+    if value is None or value is MV:
+        return None
+    try:
+        if isinstance(value, str):
+            value = DateTime(value)
+        elif not isinstance(value, DateTime):
+            value = DateTime(value)
+    except Exception:
+        return None
+    minutes = int(value.millis() / 1000 / 60)
+    if precision > 1:
+        minutes -= minutes % precision
+    floor, ceiling = _range_floor_ceiling()
+    if minutes < floor or minutes > ceiling:
+        return None
+    return minutes
+
+
+def _range_floor_ceiling():
+    # DateRangeIndex's defaults (epoch minutes of 1000-01-01 and 2499-12-31)
+    return -510162480, 278751600
+
 
 _TUPLE = "~t"
 _DATETIME = "~D"
@@ -205,3 +232,8 @@ def _array_element(value) -> str:
     else:
         text = value if isinstance(value, str) else str(value)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def is_rid(rid) -> bool:
+    """Whether *rid* can be a record id (an object id: a 64-bit integer)."""
+    return isinstance(rid, int) and not isinstance(rid, bool) and -(2**63) <= rid < 2**63

@@ -1,0 +1,74 @@
+"""Catalog reads: SQL over the catalog rows as this transaction sees them.
+
+Every read of catalog rows, by a search, an index view, the undo repair or
+the ZCatalog API, goes through :func:`read`.  Its statement names the rows
+:data:`~plone.pgcatalog.schema.ROWS`; they are the committed rows, with
+this transaction's pending changes laid over them (see
+:mod:`~plone.pgcatalog.overlay`), and with the positions of folders
+reordered in this transaction brought up to date first (see
+:mod:`~plone.pgcatalog.positions`).  *context* is the catalog tool: its
+storage serves the read (:func:`~plone.pgcatalog.connection.fetch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from plone.pgcatalog.connection import fetch
+from plone.pgcatalog.overlay import catalog_sql
+from plone.pgcatalog.overlay import pending_metadata
+from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.positions import refresh_positions
+from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.values import array_literal
+
+
+__all__ = ["cataloged_rows", "load_metadata", "read", "select"]
+
+
+def read(context, sql: str, params: list, **options) -> list[tuple]:
+    """Rows of *sql*, which reads the catalog rows as ``ROWS``; *options*
+    as for :func:`~plone.pgcatalog.connection.fetch`."""
+    pending = get_pending()
+    if pending is not None and pending.reordered:
+        refresh_positions(context)  # folders reordered since: positions first
+    sql, head = catalog_sql(sql, pending)
+    return fetch(context, sql, [*head, *params], **options)
+
+
+def select(context, columns: str, where: str, params: list) -> list[tuple]:
+    """``SELECT columns FROM <catalog rows> WHERE where`` (see :func:`read`)."""
+    return read(context, f"SELECT {columns} FROM {ROWS} WHERE {where}", params)
+
+
+def cataloged_rows(context, order: str = "path", batch: int = 1000) -> Iterator[tuple[int, str]]:
+    """``(zoid, path)`` of every catalog row in *order* (``"path"`` or
+    ``"zoid"``), read a batch at a time."""
+    column = {"path": "path", "zoid": "zoid"}[order]
+    after = None
+    while True:
+        where = CATALOGED if after is None else f"{CATALOGED} AND {column} > %s"
+        rows = select(
+            context,
+            "zoid, path",
+            f"{where} ORDER BY {column} LIMIT {int(batch)}",
+            [] if after is None else [after],
+        )
+        yield from rows
+        if len(rows) < batch:
+            return
+        after = rows[-1][1 if column == "path" else 0]
+
+
+def load_metadata(context, zoids: list[int]) -> dict:
+    """``{zoid: metadata}``: as stored, JSON text (a brain parses its own
+    when first touched), or this transaction's pending dict."""
+    rows = fetch(
+        context,
+        "SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s::bigint[])",
+        [array_literal(zoids)],
+        guarded=False,
+    )
+    found = {zoid: meta for zoid, meta in rows if meta is not None}
+    found.update(pending_metadata(get_pending(), zoids))
+    return found

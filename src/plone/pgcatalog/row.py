@@ -1,0 +1,304 @@
+"""The catalog row: its columns on ``object_state`` and how a partial
+reindex merges into it.
+
+A row is written whole when an object is cataloged, and merged when only
+some indexes are reindexed (a workflow change).  The merge happens in three
+places: in Python when one transaction reindexes an object twice
+(:mod:`~plone.pgcatalog.pending`), in the commit's SQL
+(:mod:`~plone.pgcatalog.processor`), and in the SQL a search reads before
+the commit (:mod:`~plone.pgcatalog.overlay`).  All three, the DDL of the
+columns and the clearing of an index are generated here from one table,
+:data:`COLUMNS`, so that what a transaction reads of its own changes is
+what its commit writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from enum import Enum
+from plone.pgcatalog.registry import name_literal
+from typing import Any
+
+import orjson
+
+
+__all__ = [
+    "COLUMNS",
+    "CatalogRow",
+    "Column",
+    "Merge",
+    "clear_all_sql",
+    "clear_index_sql",
+    "column_ddl",
+    "extra_columns",
+    "committed_sql",
+    "full_update_sql",
+    "merged_sql",
+    "own_columns",
+    "partial_update_sql",
+    "pending_sql",
+    "record",
+    "record_columns_sql",
+    "sql_params",
+]
+
+
+class Merge(Enum):
+    """How a partial row's value of a column meets the stored one."""
+
+    REPLACE = "replace"  # the partial row's value (a row moves with its object)
+    KEYS = "keys"  # a JSON object merged key by key: a null removes the key
+    UNLESS_NONE = "unless_none"  # the partial row's value, unless it has none
+    IF_CARRIED = "if_carried"  # the partial row's value where it carries one
+
+
+@dataclass(frozen=True)
+class Column:
+    """One catalog column of ``object_state``."""
+
+    name: str
+    declared: str  # its type in the table
+    merge: Merge
+    json: bool = False  # JSON in Python, encoded for SQL
+    empty_is_null: bool = False  # KEYS: an empty object is stored as NULL
+    overlaid: bool = True  # False: searches read the committed value (see overlay)
+
+    @property
+    def sql_type(self) -> str:
+        """The type without its collation: what a parameter is cast to."""
+        return self.declared.split()[0].lower()
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("path", 'TEXT COLLATE "C"', Merge.REPLACE),
+    Column("parent_path", 'TEXT COLLATE "C"', Merge.REPLACE),
+    Column("path_depth", "INTEGER", Merge.REPLACE),
+    # index name -> value, for the indexes without a column of their own
+    Column("idx", "JSONB", Merge.KEYS, json=True),
+    # text index name -> [number of words, {word: frequency}] (relevance)
+    Column("word_counts", "JSONB", Merge.KEYS, json=True, empty_is_null=True),
+    # metadata column -> encoded value; a brain reads it, never SQL, so a
+    # search in a transaction takes the pending metadata from Python
+    Column("meta", "TEXT", Merge.UNLESS_NONE, json=True, overlaid=False),
+    # the indexes with columns of their own (registry.OWN_COLUMNS)
+    Column("searchable_text", "TSVECTOR", Merge.IF_CARRIED),
+    Column("object_provides", "JSONB", Merge.IF_CARRIED, json=True),
+)
+"""Every catalog column, in the order the table gets them."""
+
+
+def own_columns() -> tuple[Column, ...]:
+    """The columns of indexes that have one (registry.OWN_COLUMNS)."""
+    return tuple(c for c in COLUMNS if c.merge is Merge.IF_CARRIED)
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    """What the catalog holds for one object, or, when *partial*, the
+    values of the indexes one reindex recomputed (a null value in ``idx``
+    or ``word_counts`` removes that key from the stored row)."""
+
+    path: str
+    idx: dict[str, Any] = field(default_factory=dict)
+    word_counts: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] | None = None  # None in a partial row: the stored metadata stays
+    partial: bool = False
+    own: dict[str, Any] = field(default_factory=dict)  # own columns carried (None clears)
+
+    @property
+    def parent_path(self) -> str:
+        return self.path.rpartition("/")[0] or "/"
+
+    @property
+    def path_depth(self) -> int:
+        return self.path.count("/")
+
+    def value(self, column: Column) -> Any:
+        if column.merge is Merge.IF_CARRIED:
+            return self.own.get(column.name)
+        return getattr(self, column.name)
+
+    def carries(self, column: Column) -> bool:
+        """Whether a partial row sets *column* (a full row sets them all)."""
+        if not self.partial or column.merge in (Merge.REPLACE, Merge.KEYS):
+            return True
+        if column.merge is Merge.UNLESS_NONE:
+            return self.value(column) is not None
+        return column.name in self.own
+
+    def merged(self, later: CatalogRow) -> CatalogRow:
+        """This row with a *later* one of the same object laid over it."""
+        if not later.partial:
+            return later
+        own = {**self.own, **later.own}
+        meta = later.meta if later.meta is not None else self.meta
+        idx, counts = {**self.idx, **later.idx}, {**self.word_counts, **later.word_counts}
+        return replace(self, path=later.path, idx=idx, word_counts=counts, meta=meta, own=own)
+
+    def cleared(self, name: str, column: str | None) -> CatalogRow:
+        """This row without index *name* (stored in *column*, if it has one):
+        ZCatalog's ``index.clear()``, of a row that is not yet written."""
+        own = dict(self.own)
+        if column is not None and (not self.partial or column in own):
+            own[column] = None
+        keyed = {"idx": dict(self.idx), "word_counts": dict(self.word_counts)}
+        for key in ("word_counts",) if column is not None else ("idx", "word_counts"):
+            if self.partial:
+                keyed[key][name] = None  # merged, a null removes the stored key
+            else:
+                keyed[key].pop(name, None)
+        return replace(self, own=own, **keyed)
+
+
+def _encode(column: Column, value: Any, partial: bool) -> Any:
+    """*value* of *column* as it goes to the database, not yet JSON."""
+    if column.merge is Merge.KEYS:
+        if not partial:  # a full row holds no nulls, and maybe no object
+            value = {k: v for k, v in (value or {}).items() if v is not None}
+            if column.empty_is_null and not value:
+                return None
+        return value or {}
+    return value
+
+
+def sql_params(row: CatalogRow) -> dict[str, Any]:
+    """*row* as SQL parameters: one per column, and, for a partial row,
+    ``has_<column>`` for each column it may leave alone."""
+    params = {}
+    for column in COLUMNS:
+        value = _encode(column, row.value(column), row.partial)
+        params[column.name] = orjson.dumps(value).decode() if column.json and value is not None else value
+        if column.merge is Merge.IF_CARRIED:
+            params[f"has_{column.name}"] = row.carries(column)
+    return params
+
+
+def record(zoid: int, row: CatalogRow) -> dict[str, Any]:
+    """*row* as one JSON record of the pending rows a search lays over the
+    committed ones (:func:`record_columns_sql` declares its fields)."""
+    fields = {"zoid": zoid, "partial": row.partial}
+    for column in COLUMNS:
+        if column.overlaid:
+            fields[column.name] = _encode(column, row.value(column), row.partial)
+            if column.merge is Merge.IF_CARRIED:
+                fields[f"has_{column.name}"] = row.carries(column)
+    return fields
+
+
+def record_columns_sql() -> str:
+    """The fields of a :func:`record`, for ``jsonb_to_recordset``."""
+    fields = ["zoid bigint", "partial boolean"]
+    for column in COLUMNS:
+        if column.overlaid:
+            fields.append(f"{column.name} {column.sql_type}")
+            if column.merge is Merge.IF_CARRIED:
+                fields.append(f"has_{column.name} boolean")
+    return ", ".join(fields)
+
+
+def merged_sql(column: Column, stored: str, new: str, carried: str) -> str:
+    """SQL of *column* after a partial row's value *new* meets the *stored*
+    one; *carried* is true where the row carries the column."""
+    if column.merge is Merge.REPLACE:
+        return new
+    if column.merge is Merge.UNLESS_NONE:
+        return f"COALESCE({new}, {stored})"
+    if column.merge is Merge.IF_CARRIED:
+        return f"CASE WHEN {carried} THEN {new} ELSE {stored} END"
+    merged = f"jsonb_strip_nulls(COALESCE({stored}, '{{}}'::jsonb) || {new})"
+    return f"NULLIF({merged}, '{{}}')" if column.empty_is_null else merged
+
+
+def _param(column: Column) -> str:
+    return f"%({column.name})s::{column.sql_type}"
+
+
+def column_ddl() -> str:
+    """``ADD COLUMN`` clauses for every catalog column (idempotent)."""
+    return ",\n".join(f"    ADD COLUMN IF NOT EXISTS {c.name} {c.declared}" for c in COLUMNS)
+
+
+def extra_columns() -> list[tuple[str, str]]:
+    """``(column, value SQL)`` that zodb-pgjsonb writes with an object's
+    row, from :func:`sql_params` of a full row."""
+    return [(c.name, _param(c)) for c in COLUMNS]
+
+
+def full_update_sql() -> str:
+    """Write a full row (parameters: :func:`sql_params` and ``zoid``)."""
+    sets = ", ".join(f"{c.name} = {_param(c)}" for c in COLUMNS)
+    return f"UPDATE object_state SET {sets} WHERE zoid = %(zoid)s"
+
+
+def partial_update_sql() -> str:
+    """Merge a partial row into the stored one (:func:`sql_params`, ``zoid``)."""
+    sets = ", ".join(f"{c.name} = {merged_sql(c, c.name, _param(c), f'%(has_{c.name})s')}" for c in COLUMNS)
+    return f"UPDATE object_state SET {sets} WHERE zoid = %(zoid)s"
+
+
+def clear_all_sql() -> str:
+    """SET clause that uncatalogs a row."""
+    return ", ".join(f"{c.name} = NULL" for c in COLUMNS)
+
+
+def _cleared_keys(column: Column, cleared: Mapping[str, str | None]) -> list[str]:
+    """The keys that clearing the indexes *cleared* (name -> own column or
+    None) removes from the KEYS *column*: ``idx`` holds the indexes without
+    a column of their own, ``word_counts`` every text index."""
+    if column.name == "idx":
+        return [name for name, own in cleared.items() if own is None]
+    return list(cleared)
+
+
+def committed_sql(column: Column, alias: str, cleared: Mapping[str, str | None]) -> str:
+    """SQL of a committed row's *column* (table *alias*) once the indexes
+    *cleared* in this transaction (name -> own column or None) have lost
+    their values."""
+    stored = f"{alias}.{column.name}"
+    if column.merge is Merge.IF_CARRIED:
+        return f"NULL::{column.sql_type}" if column.name in cleared.values() else stored
+    keys = _cleared_keys(column, cleared) if column.merge is Merge.KEYS else []
+    if not keys:
+        return stored
+    without = f"{stored} - ARRAY[{', '.join(map(_literal, keys))}]"
+    return f"NULLIF({without}, '{{}}')" if column.empty_is_null else f"({without})"
+
+
+def pending_sql(column: Column, committed: str, alias: str = "p") -> str:
+    """SQL of *column* of a pending :func:`record` (table *alias*) laid over
+    the *committed* value of its object (NULL for an object new to the
+    catalog)."""
+    if not column.overlaid:
+        return committed
+    new = f"{alias}.{column.name}"
+    merged = merged_sql(column, committed, new, f"{alias}.has_{column.name}")
+    if column.merge is Merge.KEYS:
+        return f"CASE WHEN {alias}.partial THEN {merged} ELSE {new} END"
+    return merged
+
+
+def clear_index_sql(name: str, column: str | None) -> str:
+    """Drop the committed rows' values of index *name*, kept in its own
+    *column* if it has one (ZCatalog's ``index.clear()``), except in the
+    rows given as the one parameter (an array of zoids)."""
+    key = _literal(name)
+    sets, found = [], []
+    for c in COLUMNS:
+        if c.merge is Merge.IF_CARRIED and c.name == column:
+            sets.append(f"{c.name} = NULL")
+            found.append(f"{c.name} IS NOT NULL")
+        elif c.merge is Merge.KEYS and _cleared_keys(c, {name: column}):
+            empty = "NULLIF({}, '{{}}')" if c.empty_is_null else "{}"
+            sets.append(f"{c.name} = " + empty.format(f"{c.name} - {key}"))
+            found.append(f"{c.name} ? {key}")
+    return (
+        f"UPDATE object_state SET {', '.join(sets)} "
+        f"WHERE ({' OR '.join(found)}) AND NOT (zoid = ANY(%s::bigint[]))"
+    )
+
+
+def _literal(name: str) -> str:
+    return name_literal(name)

@@ -1,0 +1,280 @@
+"""One search: a merged ZCatalog query dict → SQL → lazy brains.
+
+:func:`search` is ``Catalog.search`` of ZCatalog: the tool has added
+Plone's security terms; the query builder (:mod:`~plone.pgcatalog.query`)
+turns the query into one statement; this module decides how much of the
+result to select (ZCatalog's batching and sort limits, read as ZCatalog
+reads them), selects it over the rows this transaction sees
+(:mod:`~plone.pgcatalog.database`) and hands the rows to
+:class:`~plone.pgcatalog.results.CatalogResults`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.database import load_metadata
+from plone.pgcatalog.database import read
+from plone.pgcatalog.database import select as select_rows
+from plone.pgcatalog.overlay import pending_metadata
+from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.query import add_sort
+from plone.pgcatalog.query import build
+from plone.pgcatalog.query import canonical
+from plone.pgcatalog.query import Fault
+from plone.pgcatalog.query import sort_spec
+from plone.pgcatalog.query import Statement
+from plone.pgcatalog.query import top_sql
+from plone.pgcatalog.relevance import normalized
+from plone.pgcatalog.relevance import ranked_sql
+from plone.pgcatalog.relevance import scored_sql
+from plone.pgcatalog.results import CatalogResults
+from plone.pgcatalog.results import MAX_PAGE
+from plone.pgcatalog.results import MIN_ROWS
+from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.schema import ROWS
+from typing import Any
+from ZTUtils.Lazy import LazyCat
+
+
+__all__ = ["Catalog", "all_records", "search"]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """What a search needs of the catalog tool."""
+
+    tool: Any  # its storage serves the reads; brains are wrapped in it
+    indexes: Mapping[str, r.IndexDef]
+    columns: tuple[str, ...]  # metadata
+    lexicons: Callable[[], dict]  # by id; asked for by text queries only
+
+
+# A select of a search's rows: select(tail, params, counted=False,
+# metadata=False) selects them in order, ``tail`` (LIMIT, OFFSET) appended;
+# each row is (zoid, path[, score, normalized score]), then the number of
+# matches when *counted*, then the stored metadata when *metadata*.
+Select = Callable[..., list[tuple]]
+
+
+def search(catalog: Catalog, query: dict):
+    """ZCatalog's search over a merged query dict."""
+    odd = [key for key in query if not isinstance(key, str)]
+    if odd:
+        # ZCatalog's query plan sorts the keys and fails the same way
+        # (plone.app.querystring makes a None key of an empty row)
+        raise TypeError(f"catalog query keys must be strings, not {odd[0]!r}")
+    defs = catalog.indexes
+    texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
+    lexicons = catalog.lexicons() if texts else {}
+    spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
+    query = canonical(query)
+    try:
+        stmt = build(query, defs, lexicons, catalog.tool.getPhysicalPath())
+    except Fault as fault:
+        if fault.before is None or _any(catalog, fault.before):
+            raise fault.error from None
+        return LazyCat([])
+    if stmt is None:
+        return LazyCat([])
+    matched = stmt.where_sql()  # ZCatalog's rlen counts rows without a sort key too
+    clauses = len(stmt.where)
+    add_sort(stmt, spec)
+    keyed = " AND ".join(stmt.where[clauses:]) or "true"  # the rows with every sort key
+    where = stmt.where_sql()
+
+    def count() -> int:
+        return select_rows(catalog.tool, "count(*)", where, stmt.params)[0][0]
+
+    try:
+        b_start, b_size, limit = _batch(query)
+    except (TypeError, ValueError, OverflowError):
+        # ZCatalog reads these only once something matched
+        if _any(catalog, stmt):
+            raise
+        return LazyCat([])
+    if not spec:
+        limit = None  # ZCatalog limits only what it sorts
+    elif b_size is not None and b_size < 0:
+        # ZCatalog's sort fails on it: an empty batch (unsorted
+        # results are sliced with it, as ZCatalog slices them)
+        b_size = limit = 0
+    total = None
+    if spec and b_size and b_start > 0:
+        # ZCatalog takes a batch that starts past the middle of the
+        # matches from their end: counting up to 2 * b_start tells
+        rlen, sortable = read(
+            catalog.tool,
+            f"SELECT count(*), count(*) FILTER (WHERE keyed) FROM "
+            f"(SELECT {keyed} AS keyed FROM {ROWS} WHERE {matched} LIMIT %s) AS matched",
+            [*stmt.params, _bounded(2 * b_start)],
+        )[0]
+        if b_start > rlen / 2:
+            # the matches are all counted: their count is known
+            total = rlen if b_start >= rlen else sortable  # (ZCatalog's, as it gives up or sorts)
+            b_start, b_size = _window_from_end(b_start, b_size, rlen, sortable)
+            limit = b_start + b_size
+
+    if stmt.scored:
+        select = _scored_select(catalog, stmt, where)
+    else:
+        # the record id last: a total order, so that windows and batches
+        # are stable (ZCatalog's unsorted results come in record id order too)
+        select = _ordered_select(
+            catalog, f"{where} ORDER BY {', '.join([*stmt.order, stmt.tiebreak])}", stmt.params
+        )
+
+    if b_size is None:
+        return _all_matches(catalog, select)
+
+    end = b_start + b_size if limit is None else min(b_start + b_size, limit)
+    if b_start >= 0 and b_size >= 0 and (limit is None or limit >= 0):
+        offset = _bounded(b_start)
+        size = _bounded(max(0, end - b_start))
+        # a page is about to be shown: its metadata comes with its rows
+        metadata = 0 < size <= MAX_PAGE
+        if size and not stmt.scored and stmt.walks(offset + size):
+            rows = read(catalog.tool, *top_sql(stmt, offset + size, offset, metadata), generic=True)
+        else:
+            rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
+        if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
+            total = offset + len(rows)  # a short batch ends the result
+        return _results(catalog, rows, length=len(rows), total=total, count=count, metadata=metadata)
+    # Python slice semantics (negative starts) on the first `limit` rows
+    limited = limit is not None and limit > 0
+    first = _rows(select, 0, _bounded(limit)) if limited else select("", [])
+    rows = first[slice(b_start, b_start + b_size)]
+    total = len(first) if not limited or len(first) < limit else None
+    return _results(catalog, rows, length=len(rows), total=total, count=count)
+
+
+def all_records(catalog: Catalog) -> CatalogResults:
+    """Every cataloged record, in record id order, unfiltered (ZCatalog's
+    ``searchAll``)."""
+    return _all_matches(catalog, _ordered_select(catalog, f"{CATALOGED} ORDER BY zoid", []))
+
+
+def _any(catalog: Catalog, stmt: Statement) -> bool:
+    """Whether *stmt* matches any record."""
+    return bool(select_rows(catalog.tool, "1", f"{stmt.where_sql()} LIMIT 1", stmt.params))
+
+
+def _ordered_select(catalog: Catalog, ordered: str, ordered_params: list) -> Select:
+    """A :data:`Select` over ``WHERE ordered``."""
+
+    def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
+        columns = "zoid, path" + (", count(*) OVER ()" if counted else "") + (", meta" if metadata else "")
+        return select_rows(catalog.tool, columns, f"{ordered} {tail}", [*ordered_params, *params])
+
+    return select
+
+
+def _scored_select(catalog: Catalog, stmt: Statement, where: str) -> Select:
+    """A :data:`Select` over the matches in order of their relevance
+    (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
+    ``data_record_score_`` and ``data_record_normalized_score_``."""
+    head, head_params = ranked_sql(stmt.scored, where, stmt.params, get_pending())
+
+    def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
+        # planning this statement costs as much as running it (the text
+        # index is read in several places), and every match is scored
+        # whatever the words: the generic plan serves
+        rows = read(
+            catalog.tool,
+            f"{head}\n{scored_sql(tail, counted, metadata)}",
+            [*head_params, *params],
+            generic=True,
+        )
+        return [
+            (zoid, path, *normalized(score, best, stmt.scale), *rest)
+            for zoid, path, score, best, *rest in rows
+        ]
+
+    return select
+
+
+def _rows(select: Select, offset: int, limit: int) -> list[tuple]:
+    """Rows ``offset`` to ``offset + limit`` of *select*."""
+    return select("LIMIT %s OFFSET %s", [limit, offset])
+
+
+def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
+    """Every match of a search.
+
+    The first rows and the count come in one statement: len() is the
+    count and listings ask for it (counting later would mean a second
+    pass over every match whenever the plan reads them all anyway);
+    more rows are selected when somebody walks that far.
+    """
+    rows = select("LIMIT %s", [MIN_ROWS], counted=True)
+    total = rows[0][-1] if rows else 0
+    return _results(
+        catalog, [row[:-1] for row in rows], length=total, total=total, load_rows=partial(_rows, select)
+    )
+
+
+def _results(catalog: Catalog, rows: list[tuple], *, metadata: bool = False, **kw) -> CatalogResults:
+    """Results over *rows*; with *metadata* each row ends with its stored
+    metadata (this transaction's pending metadata wins, as in
+    :func:`~plone.pgcatalog.database.load_metadata`)."""
+    tool = catalog.tool
+
+    def wrap(brain):
+        return brain.__of__(tool)
+
+    loaded = None
+    if metadata:
+        pending = pending_metadata(get_pending(), [row[0] for row in rows])
+        loaded = {position: pending.get(row[0], row[-1]) or {} for position, row in enumerate(rows)}
+        rows = [row[:-1] for row in rows]
+    return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
+
+
+# Batch positions and sizes past any catalog's length all mean the same
+_FAR = 2**40
+
+
+def _batch(query: dict) -> tuple[int, int | None, int | None]:
+    """``b_start``, ``b_size`` and the limit of a sort, read as ZCatalog
+    reads them (its errors for what ``int()`` refuses): a sort keeps its
+    first ``b_start + b_size`` rows, or ``sort_limit`` rows, which then
+    is the batch size too; ``sort_limit`` counts only without ``b_size``,
+    and 0 or below is no limit."""
+    b_start = int(query.get("b_start", 0))
+    b_size = query.get("b_size")
+    if b_size is not None:
+        b_size = int(b_size)
+        return b_start, b_size, b_start + b_size
+    limit = query.get("sort-limit")
+    if limit is None:
+        limit = query.get("sort_limit")
+    if not limit:
+        return b_start, None, None
+    if not isinstance(limit, int):
+        # ZCatalog slices its results with it
+        raise TypeError(f"sort_limit must be an integer, not {limit!r}")
+    limit = max(limit, 0) or None
+    return b_start, limit, limit
+
+
+def _window_from_end(b_start: int, b_size: int, rlen: int, sortable: int) -> tuple[int, int]:
+    """``(b_start, b_size)`` over the *sortable* rows of a batch that starts
+    past the middle of the *rlen* matches.  ZCatalog finds it by sorting the
+    other way and counting from the end of all matches, rows without a sort
+    key (which it then drops) included: the window moves back by their
+    number."""
+    b_end = b_start + b_size
+    if b_start >= rlen:
+        return 0, 0
+    skip, size = (0, rlen - b_start) if b_end >= rlen else (rlen - b_end, b_size)
+    start, end = max(0, sortable - skip - size), max(0, sortable - skip)
+    return start, end - start
+
+
+def _bounded(number: int) -> int:
+    """*number*, at most :data:`_FAR` (a 64-bit SQL integer).  Batch numbers
+    are Python's until they go to SQL, so that sums of huge ones are right."""
+    return min(number, _FAR)

@@ -1,0 +1,128 @@
+"""The catalog row: one column table, one merge rule, every user follows."""
+
+from plone.pgcatalog import overlay
+from plone.pgcatalog import processor
+from plone.pgcatalog import registry
+from plone.pgcatalog import row
+from plone.pgcatalog import schema
+from plone.pgcatalog.pending import Pending
+from plone.pgcatalog.row import CatalogRow
+from plone.pgcatalog.row import Column
+from plone.pgcatalog.row import Merge
+from unittest import mock
+
+import orjson
+import unittest
+
+
+class MergeTest(unittest.TestCase):
+    def full(self):
+        return CatalogRow(
+            "/plone/a",
+            idx={"Title": "A", "Subject": ["x"]},
+            word_counts={"Title": [1, {"a": 1}]},
+            meta={"Title": "A"},
+            own={"searchable_text": "'a':1", "object_provides": ["I"]},
+        )
+
+    def test_partial_over_full_keeps_what_it_does_not_carry(self):
+        later = CatalogRow("/plone/a", idx={"Title": "B", "Subject": None}, partial=True)
+        merged = self.full().merged(later)
+        self.assertFalse(merged.partial)  # still a full row: written whole
+        self.assertEqual(merged.idx, {"Title": "B", "Subject": None})
+        self.assertEqual(merged.meta, {"Title": "A"})
+        self.assertEqual(merged.own, {"searchable_text": "'a':1", "object_provides": ["I"]})
+        # a full row is written without the nulls a partial row carried
+        self.assertEqual(orjson.loads(row.sql_params(merged)["idx"]), {"Title": "B"})
+
+    def test_full_row_replaces(self):
+        later = CatalogRow("/plone/b", idx={"Title": "C"})
+        self.assertIs(self.full().merged(later), later)
+
+    def test_partial_over_partial_carries_both(self):
+        first = CatalogRow("/plone/a", idx={"Title": "B"}, partial=True, own={"object_provides": ["J"]})
+        second = CatalogRow("/plone/moved", idx={"review_state": "x"}, partial=True, meta={"Title": "B"})
+        merged = first.merged(second)
+        self.assertTrue(merged.partial)
+        self.assertEqual(merged.path, "/plone/moved")
+        self.assertEqual(merged.parent_path, "/plone")
+        self.assertEqual(merged.path_depth, 2)
+        self.assertEqual(merged.idx, {"Title": "B", "review_state": "x"})
+        self.assertEqual(merged.meta, {"Title": "B"})
+        params = row.sql_params(merged)
+        self.assertTrue(params["has_object_provides"])
+        self.assertFalse(params["has_searchable_text"])
+
+    def test_pending_notes_the_old_path_of_a_moved_row(self):
+        pending = Pending()
+        pending.catalog(1, self.full())
+        pending.catalog(1, CatalogRow("/plone/moved", partial=True))
+        self.assertEqual(list(pending.removed), ["/plone/a"])
+        self.assertEqual(pending.rows[1].path, "/plone/moved")
+        self.assertEqual(pending.rows[1].idx, self.full().idx)
+
+    def test_clearing_an_index(self):
+        full = self.full().cleared("Title", None)
+        self.assertEqual(full.idx, {"Subject": ["x"]})
+        self.assertEqual(full.word_counts, {})
+        partial = CatalogRow("/plone/a", partial=True).cleared("SearchableText", "searchable_text")
+        self.assertEqual(partial.word_counts, {"SearchableText": None})  # removes the stored key
+        self.assertEqual(partial.own, {})  # the commit clears the stored column (clear_index_sql)
+        self.assertEqual(partial.idx, {})
+        carried = CatalogRow("/plone/a", partial=True, own={"searchable_text": "'a':1"})
+        self.assertEqual(carried.cleared("SearchableText", "searchable_text").own, {"searchable_text": None})
+        self.assertEqual(
+            self.full().cleared("SearchableText", "searchable_text").own["searchable_text"], None
+        )
+
+
+class ColumnTableTest(unittest.TestCase):
+    def test_own_columns_match_the_registry(self):
+        self.assertEqual(sorted(c.name for c in row.own_columns()), sorted(registry.OWN_COLUMNS.values()))
+
+    def test_every_user_follows_a_new_column(self):
+        """A typed column added to the table reaches the DDL, the writes
+        of full and partial rows, the overlay and the clearing of rows."""
+        added = Column("typed_state", "TEXT", Merge.IF_CARRIED)
+        with mock.patch.object(row, "COLUMNS", (*row.COLUMNS, added)):
+            self.assertIn("ADD COLUMN IF NOT EXISTS typed_state TEXT", schema.schema_sql())
+            extra = {c.name: c.value_expr for c in processor.CatalogStateProcessor().get_extra_columns()}
+            self.assertEqual(extra["typed_state"], "%(typed_state)s::text")
+            self.assertIn("typed_state = %(typed_state)s::text", row.full_update_sql())
+            self.assertIn(
+                "typed_state = CASE WHEN %(has_typed_state)s THEN %(typed_state)s::text ELSE typed_state END",
+                row.partial_update_sql(),
+            )
+            self.assertIn("typed_state = NULL", row.clear_all_sql())
+            carried = CatalogRow("/plone/a", partial=True, own={"typed_state": "published"})
+            params = row.sql_params(carried)
+            self.assertEqual((params["typed_state"], params["has_typed_state"]), ("published", True))
+            pending = Pending()
+            pending.catalog(7, carried)
+            sql, params = overlay.catalog_sql("SELECT 1", pending)
+            self.assertIn("o.typed_state AS typed_state", sql)
+            self.assertIn("CASE WHEN p.has_typed_state THEN p.typed_state ELSE o.typed_state END", sql)
+            self.assertIn("typed_state text, has_typed_state boolean", sql)
+            self.assertEqual(orjson.loads(params[-1])[0]["typed_state"], "published")
+
+    def test_partial_update_merges_as_python_does(self):
+        sql = row.partial_update_sql()
+        self.assertIn("idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb)", sql)
+        self.assertIn(
+            "word_counts = NULLIF(jsonb_strip_nulls(COALESCE(word_counts, '{}'::jsonb) || %(word_counts)s::jsonb), '{}')",
+            sql,
+        )
+        self.assertIn("meta = COALESCE(%(meta)s::text, meta)", sql)
+        self.assertIn("path = %(path)s::text", sql)
+
+    def test_clearing_sql(self):
+        self.assertEqual(
+            row.clear_index_sql("Title", None),
+            "UPDATE object_state SET idx = idx - 'Title', word_counts = NULLIF(word_counts - 'Title', '{}') "
+            "WHERE (idx ? 'Title' OR word_counts ? 'Title') AND NOT (zoid = ANY(%s::bigint[]))",
+        )
+        own = row.clear_index_sql("SearchableText", "searchable_text")
+        self.assertIn("searchable_text = NULL", own)
+        self.assertNotIn("idx", own)  # an index with its own column has no key in idx
+        with self.assertRaises(ValueError):
+            row.clear_index_sql("x'; DROP TABLE object_state; --", None)
