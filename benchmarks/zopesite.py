@@ -104,7 +104,7 @@ def start_zope(conf: Path) -> Any:
     setRequest(app.REQUEST)
     storage = app._p_jar.db().storage
     if hasattr(storage, "register_state_processor"):
-        from plone.pgcatalog.tool import ensure_processor
+        from plone.pgcatalog.processor import ensure_processor
 
         ensure_processor(storage)
     if MANAGER not in app.acl_users.getUserNames():
