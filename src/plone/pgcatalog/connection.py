@@ -14,6 +14,9 @@ one search.
 
 from __future__ import annotations
 
+from typing import Any
+from collections.abc import Sequence
+
 from Acquisition import aq_base
 from psycopg import pq
 from psycopg.rows import tuple_row
@@ -28,6 +31,20 @@ import threading
 import transaction
 
 
+__all__ = [
+    "READ_DSN_ENV",
+    "close_pools",
+    "fetch",
+    "get_pool",
+    "held_connection",
+    "jar_of",
+    "release_request_connection",
+    "request_connection",
+    "storage_dsn",
+    "storage_instance",
+]
+
+
 logger = logging.getLogger("plone.pgcatalog")
 
 
@@ -38,7 +55,7 @@ _pools_lock = threading.Lock()
 _local = threading.local()
 
 
-def jar_of(obj):
+def jar_of(obj: Any) -> Any:
     """The ZODB connection of *obj*, or of its nearest stored container
     (an object added in this transaction has no jar of its own yet)."""
     for holder in getattr(obj, "aq_chain", (obj,)):
@@ -48,7 +65,7 @@ def jar_of(obj):
     return None
 
 
-def storage_instance(obj):
+def storage_instance(obj: Any) -> Any:
     """The zodb-pgjsonb storage instance behind *obj*'s ZODB connection."""
     return _storage_of(jar_of(obj))
 
@@ -64,7 +81,7 @@ def _storage_of(jar):
     return storage
 
 
-def storage_dsn(obj) -> str | None:
+def storage_dsn(obj: Any) -> str | None:
     return _dsn_of(storage_instance(obj))
 
 
@@ -95,7 +112,7 @@ def close_pools() -> None:
         _pools.clear()
 
 
-def request_connection(dsn: str):
+def request_connection(dsn: str) -> psycopg.Connection:
     """The pooled connection of the current request, checked out once."""
     held = getattr(_local, "held", None)
     if held is not None and held[0] == dsn and not held[1].closed:
@@ -106,7 +123,7 @@ def request_connection(dsn: str):
     return conn
 
 
-def release_request_connection(event=None) -> None:
+def release_request_connection(event: Any = None) -> None:
     """IPubEnd subscriber: give the request's connection back to the pool."""
     held = getattr(_local, "held", None)
     if held is None:
@@ -118,7 +135,7 @@ def release_request_connection(event=None) -> None:
         pool.putconn(conn)
 
 
-def held_connection():
+def held_connection() -> psycopg.Connection | None:
     """The pooled connection the current thread holds, if any (for tests)."""
     held = getattr(_local, "held", None)
     return None if held is None else held[1]
@@ -197,7 +214,9 @@ def _fetch(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
         return cur.fetchall()
 
 
-def fetch(obj, sql: str, params, *, guarded: bool = True, generic: bool = False) -> list[tuple]:
+def fetch(
+    obj: Any, sql: str, params: Sequence[Any], *, guarded: bool = True, generic: bool = False
+) -> list[tuple]:
     """Rows of one catalog read on behalf of *obj* (the tool).
 
     On the storage's own connection when there is one (the snapshot object

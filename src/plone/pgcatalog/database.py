@@ -12,6 +12,8 @@ storage serves the read (:func:`~plone.pgcatalog.connection.fetch`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Iterator
 from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.overlay import catalog_sql
@@ -26,7 +28,7 @@ from plone.pgcatalog.values import array_literal
 __all__ = ["cataloged_rows", "load_metadata", "read", "select"]
 
 
-def read(context, sql: str, params: list, **options) -> list[tuple]:
+def read(context: Any, sql: str, params: list, **options) -> list[tuple]:
     """Rows of *sql*, which reads the catalog rows as ``ROWS``; *options*
     as for :func:`~plone.pgcatalog.connection.fetch`."""
     pending = get_pending()
@@ -36,12 +38,12 @@ def read(context, sql: str, params: list, **options) -> list[tuple]:
     return fetch(context, sql, [*head, *params], **options)
 
 
-def select(context, columns: str, where: str, params: list) -> list[tuple]:
+def select(context: Any, columns: str, where: str, params: list) -> list[tuple]:
     """``SELECT columns FROM <catalog rows> WHERE where`` (see :func:`read`)."""
     return read(context, f"SELECT {columns} FROM {ROWS} WHERE {where}", params)
 
 
-def cataloged_rows(context, order: str = "path", batch: int = 1000) -> Iterator[tuple[int, str]]:
+def cataloged_rows(context: Any, order: str = "path", batch: int = 1000) -> Iterator[tuple[int, str]]:
     """``(zoid, path)`` of every catalog row in *order* (``"path"`` or
     ``"zoid"``), read a batch at a time."""
     column = {"path": "path", "zoid": "zoid"}[order]
@@ -60,7 +62,7 @@ def cataloged_rows(context, order: str = "path", batch: int = 1000) -> Iterator[
         after = rows[-1][1 if column == "path" else 0]
 
 
-def load_metadata(context, zoids: list[int]) -> dict:
+def load_metadata(context: Any, zoids: list[int]) -> dict:
     """``{zoid: metadata}``: as stored, JSON text (a brain parses its own
     when first touched), or this transaction's pending dict."""
     rows = fetch(

@@ -8,11 +8,16 @@ content; later runs reuse it.  Log in as admin / admin.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import argparse
 import os
 import sys
+
+
+__all__ = ["create_site", "main", "pg_dsn"]
 
 
 SITE_ZCML = """<configure xmlns="http://namespaces.zope.org/zope"
@@ -80,7 +85,7 @@ def pg_dsn(var: Path) -> str:
     return server.get_uri()
 
 
-def create_site(app) -> None:
+def create_site(app: Any) -> None:
     from plone import api
     from Products.CMFPlone.factory import addPloneSite
     from zope.component.hooks import setSite
@@ -119,7 +124,7 @@ def create_site(app) -> None:
     print(f"Created the site with {len(site.portal_catalog)} cataloged items.")
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)

@@ -14,6 +14,8 @@ group=... name=...>`` children, as ZCatalog's lexicons do.
 
 from __future__ import annotations
 
+from typing import Any
+
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.interfaces import IPGIndex
 from plone.pgcatalog.lexicon import Lexicon
@@ -28,12 +30,15 @@ from zope.component import adapter
 from zope.interface import implementer
 
 
+__all__ = ["IndexNodeAdapter", "LexiconNodeAdapter", "reconfigure_index"]
+
+
 # kinds configured by indexed_attr children (GenericSetup's
 # PluggableIndexNodeAdapter and ZCTextIndexNodeAdapter)
 _ATTR_KINDS = (r.FIELD, r.KEYWORD, r.UUID, r.BOOLEAN, r.TEXT)
 
 
-def reconfigure_index(tool, index: r.IndexDef) -> None:
+def reconfigure_index(tool: Any, index: r.IndexDef) -> None:
     """Replace an index's definition by *index* (same name).  When it
     changed, its values are dropped (searches in this transaction no longer
     see them; the rows lose them at commit), as ZCatalog clears the index:

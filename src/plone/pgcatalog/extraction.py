@@ -8,6 +8,11 @@ here exactly when ZCatalog would index it.
 
 from __future__ import annotations
 
+from typing import Any
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+
 from Acquisition import aq_base
 from DateTime import DateTime
 from DateTime.interfaces import DateError
@@ -230,7 +235,15 @@ def text_value(words: list[str]) -> tuple[str | None, list]:
     return " ".join(parts), counts
 
 
-def extract(obj, uid: str, indexes, columns, pipelines, idxs=None, with_metadata: bool = True) -> CatalogRow:
+def extract(
+    obj: Any,
+    uid: str,
+    indexes: Iterable[r.IndexDef],
+    columns: Iterable[str],
+    pipelines: Mapping[str, Any],
+    idxs: Sequence[str] | None = None,
+    with_metadata: bool = True,
+) -> CatalogRow:
     """The catalog row of *obj* cataloged under *uid*.
 
     ``word_counts`` holds, per text index, its number of words and their
@@ -282,7 +295,7 @@ def _put(idx: dict, name: str, value) -> None:
     idx[name] = None if value is _marker else value
 
 
-def metadata(attrs: Attributes, columns) -> dict:
+def metadata(attrs: Attributes, columns: Iterable[str]) -> dict:
     """Catalog.recordify: each column's value, called if callable."""
     meta = {}
     for name in columns:

@@ -11,6 +11,8 @@ those calls their ZCatalog answers from SQL.
 
 from __future__ import annotations
 
+from typing import Any
+
 from BTrees.LLBTree import LLTreeSet
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -390,7 +392,7 @@ class CatalogInternals:
         return {name: position for position, name in enumerate(self.names)}
 
 
-def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None, default=""):
+def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None, default: Any = "") -> Any:
     """What the ZCatalog index's ``getEntryForObject`` hands out for a row:
     the stored value in that index's own shape (*default* when the row
     has none)."""
@@ -416,7 +418,7 @@ def index_entry(index: r.IndexDef, idx: dict, path: str, words: list[str] | None
 _MISSING = object()
 
 
-def index_entries(tool, rid: int) -> dict | None:
+def index_entries(tool: Any, rid: int) -> dict | None:
     """Every index's entry for a record (see :func:`index_entry`), without
     the indexes that hold nothing for it; None if it is not cataloged."""
     if not is_rid(rid):

@@ -4,6 +4,9 @@ from zope.interface import Attribute
 from zope.interface import Interface
 
 
+__all__ = ["IIndexKind", "IPGCatalogTool", "IPGIndex"]
+
+
 class IPGCatalogTool(Interface):
     """Marker: the PostgreSQL-backed ``portal_catalog``."""
 

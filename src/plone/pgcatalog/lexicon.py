@@ -19,6 +19,9 @@ from OFS.SimpleItem import Item
 from Products.ZCTextIndex.Lexicon import _text2list
 
 
+__all__ = ["Lexicon", "META_TYPE"]
+
+
 META_TYPE = "ZCTextIndex Lexicon"
 
 

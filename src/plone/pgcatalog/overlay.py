@@ -19,6 +19,8 @@ inlines wherever it is read.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from plone.pgcatalog import row
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import CATALOG_ROWS
@@ -77,7 +79,7 @@ def catalog_sql(sql: str, pending: Pending | None) -> tuple[str, list]:
     return f"{head}\n{sql}", params
 
 
-def pending_metadata(pending: Pending | None, zoids) -> dict:
+def pending_metadata(pending: Pending | None, zoids: Iterable[int]) -> dict:
     """Metadata of *zoids* that this transaction changed (or removed: None)."""
     if not has_changes(pending):
         return {}

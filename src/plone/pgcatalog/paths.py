@@ -24,6 +24,9 @@ from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import array_literal
 
 
+__all__ = ["EVERYTHING", "NOTHING", "PathQueryError", "path_condition"]
+
+
 class PathQueryError(ValueError):
     """A path query this catalog does not support."""
 

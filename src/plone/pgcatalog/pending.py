@@ -9,6 +9,8 @@ it is ever put on the object, so no catalog data reaches a pickle.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 from dataclasses import field
 from plone.pgcatalog.connection import jar_of
@@ -84,7 +86,7 @@ class Pending:
         return bool(self.rows or self.removed or self.ddl or self.clear_all or self.cleared)
 
 
-def get_pending(txn=None, create: bool = False) -> Pending | None:
+def get_pending(txn: Any = None, create: bool = False) -> Pending | None:
     """The pending changes of *txn* (default: the current transaction)."""
     if txn is None:
         txn = transaction.get()
@@ -99,7 +101,7 @@ def get_pending(txn=None, create: bool = False) -> Pending | None:
     return pending
 
 
-def changes_for(context) -> Pending:
+def changes_for(context: Any) -> Pending:
     """The pending changes of this transaction, to add to on behalf of
     *context* (the catalog tool).
 

@@ -14,6 +14,8 @@ rows that changed.
 
 from __future__ import annotations
 
+from typing import Any
+
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import fetch
@@ -32,12 +34,12 @@ import transaction
 __all__ = ["container_modified", "positions_changed", "refresh_positions"]
 
 
-def container_modified(event) -> None:
+def container_modified(event: Any) -> None:
     """``IContainerModifiedEvent``: the container's order may have changed."""
     positions_changed(event.object)
 
 
-def positions_changed(container) -> None:
+def positions_changed(container: Any) -> None:
     """Note *container*: its children's positions are checked before the
     next search and the commit."""
     if getattr(aq_base(container), "getObjectPosition", None) is None:
@@ -59,7 +61,7 @@ _CHANGED = f"""SELECT object_state.zoid, object_state.path, p.n - 1
    AND (object_state.idx->>%s)::bigint IS DISTINCT FROM p.n - 1"""
 
 
-def refresh_positions(catalog) -> None:
+def refresh_positions(catalog: Any) -> None:
     """Give the children of the noted containers their live positions
     (partial reindexes of the position indexes), as this transaction sees
     the catalog."""

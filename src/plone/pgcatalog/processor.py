@@ -10,6 +10,8 @@ processor is shared by all threads; everything per transaction lives in
 
 from __future__ import annotations
 
+from typing import Any
+
 from plone.pgcatalog import row
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
@@ -25,7 +27,7 @@ import transaction
 __all__ = ["CatalogStateProcessor", "ensure_processor"]
 
 
-def ensure_processor(instance) -> None:
+def ensure_processor(instance: Any) -> None:
     """Register the catalog's state processor on a zodb-pgjsonb storage
     (or a storage instance of it), once."""
     main = getattr(instance, "_main", instance)

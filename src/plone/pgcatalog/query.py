@@ -13,6 +13,8 @@ which no index takes part finds nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +40,21 @@ from Products.ZCatalog.ZCatalog import CatalogError
 from ZPublisher.HTTPRequest import record
 
 import math
+
+
+__all__ = [
+    "Fault",
+    "IndexQuery",
+    "Statement",
+    "add_sort",
+    "build",
+    "canonical",
+    "index_query",
+    "merge_query",
+    "sort_spec",
+    "top_sql",
+    "walk_rows",
+]
 
 
 class Nothing(Exception):
@@ -66,7 +83,7 @@ class IndexQuery:
         return self.options.get(name, default)
 
 
-def merge_query(query=None, **kw) -> dict:
+def merge_query(query: Any = None, **kw) -> dict:
     """``Catalog.merge_query_args``: a new dict; a non-dict first argument
     (such as a REQUEST) is ignored, keywords win."""
     merged = {}
@@ -616,7 +633,10 @@ def _custom(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
 
 
 def build(
-    query: dict, indexes: Mapping[str, r.IndexDef], lexicons=None, catalog_path: Sequence[str] = ()
+    query: dict,
+    indexes: Mapping[str, r.IndexDef],
+    lexicons: Mapping[str, Any] | None = None,
+    catalog_path: Sequence[str] = (),
 ) -> Statement | None:
     """Compile *query*; None means "matches nothing".  *catalog_path* is the
     catalog's physical path (ExtendedPathIndex counts levels after the part a
@@ -768,7 +788,7 @@ def _sort_key(index: r.IndexDef, expr: str) -> str:
     return expr
 
 
-def add_sort(stmt: Statement, spec) -> None:
+def add_sort(stmt: Statement, spec: list[tuple[r.IndexDef, bool]]) -> None:
     """ORDER BY the sort keys; rows lacking a key are dropped, as in ZCatalog."""
     if not spec:
         return

@@ -11,6 +11,8 @@ reference, in two queries.
 
 from __future__ import annotations
 
+from typing import Any
+
 from Acquisition import aq_base
 from collections.abc import Iterator
 from itertools import batched
@@ -22,6 +24,9 @@ from plone.pgcatalog.values import array_literal
 import logging
 
 
+__all__ = ["BATCH", "catalog_tree", "catalogable", "cataloged_objects", "descendants", "prefetch"]
+
+
 logger = logging.getLogger("plone.pgcatalog")
 
 BATCH = 100
@@ -31,7 +36,7 @@ the storage's per-connection cache (16 MB by default)."""
 _REFS = "SELECT DISTINCT unnest(refs) FROM object_state WHERE zoid = ANY(%s::bigint[])"
 
 
-def descendants(container) -> Iterator:
+def descendants(container: Any) -> Iterator:
     """Every object below *container*, each before its own children.
 
     Objects that were ghosts are turned back into ghosts once their
@@ -55,21 +60,21 @@ def descendants(container) -> Iterator:
                 ob._p_deactivate()
 
 
-def catalogable(obj) -> bool:
+def catalogable(obj: Any) -> bool:
     """Content, as ``clearFindAndRebuild`` takes it: what has a
     ``reindexObject``, the catalog tool itself excepted."""
     base = aq_base(obj)
     return callable(getattr(base, "reindexObject", None)) and not IPGCatalogTool.providedBy(base)
 
 
-def catalog_tree(catalog, obj) -> None:
+def catalog_tree(catalog: Any, obj: Any) -> None:
     """Catalog *obj* and all content below it, each as a full row."""
     for item in chain((obj,), descendants(obj)):
         if catalogable(item):
             catalog.catalog_object(item, "/".join(item.getPhysicalPath()))
 
 
-def cataloged_objects(tool, rows: list[tuple[int, str]]) -> Iterator[tuple[str, object]]:
+def cataloged_objects(tool: Any, rows: list[tuple[int, str]]) -> Iterator[tuple[str, object]]:
     """``(path, object)`` for the catalog rows ``(zoid, path)`` whose
     object still resolves, a batch of objects loaded at a time; objects
     left unchanged are turned back into ghosts after each batch."""
@@ -90,7 +95,7 @@ def zoid_of(obj) -> int | None:
     return None if oid is None else int.from_bytes(oid, "big")
 
 
-def prefetch(context, zoids: list[int | None]) -> None:
+def prefetch(context: Any, zoids: list[int | None]) -> None:
     """Load the objects *zoids* and the objects they reference, in two
     queries (objects not stored yet, ``None``, are skipped)."""
     jar = getattr(aq_base(context), "_p_jar", None)

@@ -9,10 +9,47 @@ and the query that should use it can never drift apart.
 
 from __future__ import annotations
 
+from typing import Any
+from collections.abc import Iterable
+
 from dataclasses import dataclass
 from dataclasses import field
 
 import re
+
+
+__all__ = [
+    "BOOLEAN",
+    "BTREE_KINDS",
+    "DATE",
+    "DATE_RANGE",
+    "DATE_RECURRING",
+    "FIELD",
+    "GOPIP",
+    "IndexDef",
+    "JSON_VALUE",
+    "KEYWORD",
+    "KINDS",
+    "OPEN_END",
+    "OPEN_START",
+    "OWN_COLUMNS",
+    "PATH",
+    "QUERY_OPTIONS",
+    "SEARCHABLE_TEXT",
+    "TEXT",
+    "TEXT_VALUE",
+    "TYPE_INDEX",
+    "UUID",
+    "custom_kind",
+    "index_def_from_extra",
+    "index_def_from_zcatalog",
+    "index_defs",
+    "metadata_columns",
+    "name_literal",
+    "query_custom_kind",
+    "set_index_defs",
+    "set_metadata_columns",
+]
 
 
 FIELD = "FieldIndex"
@@ -175,7 +212,7 @@ class IndexDef:
         return cls(data["name"], data["kind"], tuple(data.get("attrs", ())), dict(data.get("options", {})))
 
 
-def index_def_from_zcatalog(index) -> IndexDef | None:
+def index_def_from_zcatalog(index: Any) -> IndexDef | None:
     """Describe a ZCatalog index object as an :class:`IndexDef`.
 
     Returns None for meta types this catalog has no SQL for; the caller
@@ -224,7 +261,7 @@ def _guess_value_type(index) -> str:
     return TEXT_VALUE
 
 
-def index_def_from_extra(name: str, kind: str, extra=None) -> IndexDef:
+def index_def_from_extra(name: str, kind: str, extra: Any = None) -> IndexDef:
     """Build an :class:`IndexDef` from ``addIndex(name, type, extra)`` arguments."""
     if kind not in KINDS and query_custom_kind(kind) is None:
         raise ValueError(
@@ -262,7 +299,7 @@ def index_def_from_extra(name: str, kind: str, extra=None) -> IndexDef:
     return IndexDef(name, kind, attrs, options)
 
 
-def query_custom_kind(kind: str):
+def query_custom_kind(kind: str) -> Any:
     """The add-on's :class:`~plone.pgcatalog.interfaces.IIndexKind` for *kind*, or None."""
     from plone.pgcatalog.interfaces import IIndexKind
     from zope.component import queryUtility
@@ -270,7 +307,7 @@ def query_custom_kind(kind: str):
     return queryUtility(IIndexKind, name=kind)
 
 
-def custom_kind(kind: str):
+def custom_kind(kind: str) -> Any:
     """Like :func:`query_custom_kind`, but a missing utility is an error."""
     utility = query_custom_kind(kind)
     if utility is None:
@@ -283,7 +320,7 @@ def custom_kind(kind: str):
 # definition order, and ``_pgc_columns``, the metadata column names.
 
 
-def index_defs(tool) -> dict[str, IndexDef]:
+def index_defs(tool: Any) -> dict[str, IndexDef]:
     """The tool's indexes by name, in definition order (built once per
     change of the stored tuple, in a volatile attribute)."""
     stored = tool._pgc_indexes
@@ -295,15 +332,15 @@ def index_defs(tool) -> dict[str, IndexDef]:
     return defs
 
 
-def set_index_defs(tool, defs) -> None:
+def set_index_defs(tool: Any, defs: Iterable[IndexDef]) -> None:
     """Store *defs* (IndexDefs, in order) as the tool's indexes."""
     tool._pgc_indexes = tuple(d.to_data() for d in defs)
 
 
-def metadata_columns(tool) -> tuple[str, ...]:
+def metadata_columns(tool: Any) -> tuple[str, ...]:
     """The tool's metadata column names, in order."""
     return tuple(tool._pgc_columns)
 
 
-def set_metadata_columns(tool, names) -> None:
+def set_metadata_columns(tool: Any, names: Iterable[str]) -> None:
     tool._pgc_columns = tuple(names)

@@ -24,6 +24,8 @@ operations in its order, so the integers, and the order, are ZCatalog's.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from dataclasses import dataclass
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.overlay import has_changes
@@ -47,7 +49,7 @@ class Scored:
     tree: object  # ZCTextIndex parse tree
 
 
-def score_scale(named) -> tuple[int, int]:
+def score_scale(named: Iterable[r.IndexDef]) -> tuple[int, int]:
     """``(a, b)``: ZCatalog reports ``a * text score + b``.
 
     ``Catalog.search`` intersects the scored result of the text indexes

@@ -26,6 +26,9 @@ from zope.interface import implementer
 from zope.interface.common.sequence import IFiniteSequence
 
 
+__all__ = ["CatalogBrain", "CatalogResults", "MAX_PAGE", "MIN_ROWS"]
+
+
 MIN_WINDOW = 20  # metadata rows loaded at once, growing up to MAX_WINDOW
 MAX_WINDOW = 1000
 MIN_ROWS = 100  # identifiers selected at once, growing up to MAX_ROWS

@@ -18,6 +18,18 @@ import hashlib
 import re
 
 
+__all__ = [
+    "CATALOGED",
+    "CATALOG_ROWS",
+    "FOLD_TEXT_STATISTICS",
+    "ROWS",
+    "TYPE_EXPRESSION",
+    "index_ddl",
+    "index_name",
+    "schema_sql",
+]
+
+
 CATALOGED = "idx IS NOT NULL"
 
 CATALOG_ROWS = "pgcatalog_rows"

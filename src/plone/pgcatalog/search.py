@@ -11,6 +11,8 @@ reads them), selects it over the rows this transaction sees
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,7 +62,7 @@ class Catalog:
 Select = Callable[..., list[tuple]]
 
 
-def search(catalog: Catalog, query: dict):
+def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     """ZCatalog's search over a merged query dict."""
     odd = [key for key in query if not isinstance(key, str)]
     if odd:

@@ -8,6 +8,8 @@ cataloged again, all in the install transaction.
 
 from __future__ import annotations
 
+from typing import Any
+
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import storage_instance
@@ -53,7 +55,7 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     return tool
 
 
-def replace_catalog(site) -> PGCatalogTool:
+def replace_catalog(site: Any) -> PGCatalogTool:
     """Install the PostgreSQL catalog in *site* and catalog its content."""
     old = getattr(aq_base(site), "portal_catalog", None)
     if isinstance(old, PGCatalogTool):
@@ -106,7 +108,7 @@ def replace_catalog(site) -> PGCatalogTool:
     return tool
 
 
-def import_catalog(context) -> None:
+def import_catalog(context: Any) -> None:
     """The ``plone.pgcatalog`` import step."""
     if context.readDataFile("plone.pgcatalog.txt") is None:
         return

@@ -1,10 +1,17 @@
 """Event subscribers: register the state processor, release connections."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from plone.pgcatalog.connection import release_request_connection
 from plone.pgcatalog.processor import ensure_processor
 
 
-def database_opened(event) -> None:
+__all__ = ["database_opened", "publication_ended"]
+
+
+def database_opened(event: Any) -> None:
     """IDatabaseOpenedWithRoot: hook the catalog into a zodb-pgjsonb storage
     before any request writes."""
     storage = getattr(event.database, "storage", None)
@@ -12,6 +19,6 @@ def database_opened(event) -> None:
         ensure_processor(storage)
 
 
-def publication_ended(event) -> None:
+def publication_ended(event: Any) -> None:
     """IPubEnd: give the request's pooled connection back."""
     release_request_connection()

@@ -14,10 +14,23 @@ by the shell pattern over the row's words (:func:`glob_like`), behind the
 
 from __future__ import annotations
 
+from typing import Any
+
 from Products.ZCTextIndex import ParseTree
 from Products.ZCTextIndex.QueryParser import QueryParser
 
 import re
+
+
+__all__ = [
+    "MAX_LEXEME_BYTES",
+    "glob_like",
+    "glob_prefix",
+    "lexeme",
+    "node_tsquery",
+    "parse",
+    "text_condition",
+]
 
 
 ParseError = ParseTree.ParseError
@@ -91,7 +104,7 @@ def _exact(node) -> bool:
     return True
 
 
-def text_condition(node, expr: str) -> tuple[str, list]:
+def text_condition(node: Any, expr: str) -> tuple[str, list]:
     """SQL that holds for the rows whose ``tsvector`` *expr* matches *node*,
     with its parameters: one ``tsquery`` test, or, around globs with an
     inner wildcard, the same tree as SQL."""
@@ -109,7 +122,7 @@ def text_condition(node, expr: str) -> tuple[str, list]:
     return f"({joined})", [p for _, params in parts for p in params]
 
 
-def node_tsquery(node) -> str:
+def node_tsquery(node: Any) -> str:
     """A parse tree (node) as a ``tsquery`` literal; a glob as its prefix
     (all that a ``tsquery`` can say: see :func:`text_condition`)."""
     kind = node.nodeType()
@@ -127,7 +140,7 @@ def node_tsquery(node) -> str:
     raise ParseError(f"unsupported query node {kind}")
 
 
-def parse(query, lexicon=None):
+def parse(query: Any, lexicon: Any = None) -> Any:
     """ZCTextIndex's parse tree of *query*, or None where ZCTextIndex
     matches nothing (an empty query, or only words the lexicon drops);
     raises ``ParseError`` where ZCTextIndex does."""

@@ -70,6 +70,9 @@ import logging
 import time
 
 
+__all__ = ["PGCatalogTool"]
+
+
 logger = logging.getLogger("plone.pgcatalog")
 
 

@@ -12,11 +12,16 @@ and the registry goes on naming it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from Acquisition import aq_base
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from Products.GenericSetup import tool as setup_tool
 
 import logging
+
+
+__all__ = ["import_toolset", "register_required_tool"]
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -27,13 +32,13 @@ TOOL_CLASS = "plone.pgcatalog.tool.PGCatalogTool"
 _stock_import_toolset = setup_tool.importToolset
 
 
-def register_required_tool(portal_setup) -> None:
+def register_required_tool(portal_setup: Any) -> None:
     """Make the toolset registry name the PostgreSQL catalog."""
     portal_setup.getToolsetRegistry().addRequiredTool(TOOL_ID, TOOL_CLASS)
     portal_setup._p_changed = True
 
 
-def import_toolset(context) -> None:
+def import_toolset(context: Any) -> None:
     """GenericSetup's ``toolset`` step, minus replacing our catalog."""
     site = context.getSite()
     catalog = aq_base(getattr(aq_base(site), TOOL_ID, None))

@@ -23,6 +23,8 @@ catalog data with their rows.
 
 from __future__ import annotations
 
+from typing import Any
+
 from Acquisition import aq_base
 from Acquisition import aq_chain
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ import logging
 import threading
 import transaction
 
+
+__all__ = ["Repair", "plan_repair", "repair", "schedule"]
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -88,7 +92,7 @@ def _security(state) -> dict:
     }
 
 
-def plan_repair(cur, restored: list[int], entries: dict) -> list[Repair]:
+def plan_repair(cur: Any, restored: list[int], entries: dict) -> list[Repair]:
     """What to catalog again once the undo of *restored* objects commits
     (run inside the undo's commit, on the database as it was before)."""
     if not restored:
@@ -105,7 +109,7 @@ def plan_repair(cur, restored: list[int], entries: dict) -> list[Repair]:
     return repairs
 
 
-def schedule(txn, repairs: list[Repair]) -> None:
+def schedule(txn: Any, repairs: list[Repair]) -> None:
     """Run :func:`repair` once *txn* (the undo) has committed."""
     # the database the undo runs on: ZODB's undo resource (and its
     # connections) joined the transaction with it
@@ -125,7 +129,7 @@ def _after_commit(committed: bool, db, repairs: list[Repair]) -> None:
     worker.join()
 
 
-def repair(db, repairs: list[Repair]) -> None:
+def repair(db: Any, repairs: list[Repair]) -> None:
     """Catalog the *repairs* again from the objects as they are now."""
     for attempt in range(1, ATTEMPTS + 1):
         conn = db.open()

@@ -8,6 +8,9 @@ i18n messages), so it is encoded as JSON with small type tags.
 
 from __future__ import annotations
 
+from typing import Any
+from collections.abc import Iterable
+
 from DateTime import DateTime
 from Missing import MV
 from datetime import date
@@ -23,11 +26,25 @@ import pickle
 import time
 
 
+__all__ = [
+    "array_literal",
+    "date_minutes",
+    "decode_metadata",
+    "encode_metadata",
+    "is_rid",
+    "json_text",
+    "parsed_metadata",
+    "range_minutes",
+]
+
+
 # ZCatalog keeps DateIndex values as 32-bit ints (DateIndex.MAX32).
 MAX32 = 2**31 - 1
 
 
-def date_minutes(value, naive_as_local: bool = True, precision: int = 0, clamp: bool = True):
+def date_minutes(
+    value: Any, naive_as_local: bool = True, precision: int = 0, clamp: bool = True
+) -> int | None:
     """Return ZCatalog's DateIndex integer for *value*, or None.
 
     The integer is ``((((year*12+month)*31+day)*24+hour)*60+minute)`` in
@@ -81,7 +98,7 @@ def _date_minutes(value, naive_as_local: bool, precision: int):
 # single key is wrapped so it cannot be mistaken for a tag.
 
 
-def range_minutes(value, precision: int = 0):
+def range_minutes(value: Any, precision: int = 0) -> int | None:
     """DateRangeIndex's minutes since the epoch, None outside its bounds."""
     if value is None or value is MV:
         return None
@@ -116,7 +133,7 @@ _DICT = "~o"
 _FLOAT = "~f"
 
 
-def encode_metadata(value):
+def encode_metadata(value: Any) -> Any:
     """Return a JSON-ready form of a metadata value that decodes to an equal,
     same-typed value."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -166,7 +183,7 @@ def parsed_metadata(meta: str | dict) -> dict:
     return orjson.loads(meta) if isinstance(meta, str) else meta
 
 
-def decode_metadata(value):
+def decode_metadata(value: Any) -> Any:
     """Inverse of :func:`encode_metadata`."""
     if isinstance(value, list):
         return [decode_metadata(v) for v in value]
@@ -198,7 +215,7 @@ def decode_metadata(value):
     return {k: decode_metadata(v) for k, v in value.items()}
 
 
-def json_text(value) -> str:
+def json_text(value: Any) -> str:
     """*value* as JSON text for a ``jsonb`` parameter; integers beyond 64
     bits too (JSON numbers have no limit, orjson's have)."""
     try:
@@ -210,7 +227,7 @@ def json_text(value) -> str:
 # -- array parameters -------------------------------------------------------------
 
 
-def array_literal(values) -> str:
+def array_literal(values: Iterable[Any]) -> str:
     """*values* as a PostgreSQL array literal, for a parameter cast to an
     array type (``%s::text[]``).
 
@@ -234,6 +251,6 @@ def _array_element(value) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def is_rid(rid) -> bool:
+def is_rid(rid: Any) -> bool:
     """Whether *rid* can be a record id (an object id: a 64-bit integer)."""
     return isinstance(rid, int) and not isinstance(rid, bool) and -(2**63) <= rid < 2**63
