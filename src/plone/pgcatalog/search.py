@@ -50,6 +50,7 @@ class Catalog:
     """What a search needs of the catalog tool."""
 
     tool: Any  # its storage serves the reads; brains are wrapped in it
+    path: tuple[str, ...]  # its physical path (path queries count levels after it)
     indexes: Mapping[str, r.IndexDef]
     columns: tuple[str, ...]  # metadata
     lexicons: Callable[[], dict]  # by id; asked for by text queries only
@@ -75,7 +76,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
     query = canonical(query)
     try:
-        stmt = build(query, defs, lexicons, catalog.tool.getPhysicalPath())
+        stmt = build(query, defs, lexicons, catalog.path)
     except Fault as fault:
         if fault.before is None or _any(catalog, fault.before):
             raise fault.error from None

@@ -313,7 +313,9 @@ class PGCatalogTool(UniqueObject, Folder):
         return search(self._as_searched(), query)
 
     def _as_searched(self) -> Catalog:
-        return Catalog(self, r.index_defs(self), tuple(self._pgc_columns), self._lexicons)
+        return Catalog(
+            self, self.getPhysicalPath(), r.index_defs(self), tuple(self._pgc_columns), self._lexicons
+        )
 
     # CMFPlone's own: the user's roles and groups, and who sees inactive content
     _listAllowedRolesAndUsers = CatalogTool._listAllowedRolesAndUsers
