@@ -67,7 +67,8 @@ class PagesTest(CatalogTestCase):
             self.portal.absolute_url() + "/@@search?SearchableText=catalog&sort_on=sortable_title"
         )
         self.assertEqual(titles, ["Catalog basics", "Catalog internals", "Catalog secrets"])
-        # folder contents lists a folder through the catalog vocabulary
+        # folder contents lists a folder through the catalog vocabulary, from
+        # the navigation root
         query = {
             "criteria": [{"i": "path", "o": "plone.app.querystring.operation.string.path", "v": "/guide::1"}],
             "sort_on": "getObjPositionInParent",
@@ -75,7 +76,7 @@ class PagesTest(CatalogTestCase):
         }
         self.browser.open(
             self.portal.absolute_url()
-            + "/guide/@@getVocabulary?name=plone.app.vocabularies.Catalog&query="
+            + "/@@getVocabulary?name=plone.app.vocabularies.Catalog&query="
             + quote(json.dumps(query))
             + "&attributes="
             + quote(json.dumps(["Title"]))
