@@ -1,8 +1,8 @@
 """The SQL floor: the statements plone.pgcatalog runs, timed bare.
 
 :func:`capture_sql` records every ``(sql, params)`` the catalog tool
-sends to PostgreSQL (it wraps ``PGCatalogTool._fetch``, through which all
-its reads go).  :func:`time_statements` then runs the same statements on
+sends to PostgreSQL (it wraps ``plone.pgcatalog.database.fetch``, through
+which all its reads go).  :func:`time_statements` then runs the same statements on
 one plain psycopg connection, prepared, with nothing else around them:
 what any implementation of the query would at least have to pay.  The
 statements the catalog runs with PostgreSQL's generic plan (walks down a
@@ -25,20 +25,20 @@ Statement = tuple[str, list, bool]  # sql, params, generic plan
 @contextmanager
 def capture_sql() -> Iterator[list[Statement]]:
     """Record the statements the catalog runs inside the ``with`` block."""
-    from plone.pgcatalog.tool import PGCatalogTool
+    from plone.pgcatalog import database
 
     captured: list[Statement] = []
-    original = PGCatalogTool._fetch
+    original = database.fetch
 
-    def fetch(self, sql: str, params, **options) -> list[tuple]:
+    def fetch(context, sql: str, params, **options) -> list[tuple]:
         captured.append((sql, list(params), options.get("generic", False)))
-        return original(self, sql, params, **options)
+        return original(context, sql, params, **options)
 
-    PGCatalogTool._fetch = fetch
+    database.fetch = fetch
     try:
         yield captured
     finally:
-        PGCatalogTool._fetch = original
+        database.fetch = original
 
 
 def run_statements(conns: dict[bool, psycopg.Connection], statements: list[Statement]) -> int:

@@ -246,7 +246,7 @@ def method_section(results: dict) -> list[str]:
         "  search + `len()` + `Title` and `getURL()` of the first ten brains.",
         "- The queries: " + "; ".join(f"{s.label}: `{s.query}`" for s in scenarios()) + ".",
         "- SQL floor: the statements the catalog tool sent for the scenario (captured by",
-        "  wrapping `PGCatalogTool._fetch`; for the listing, the search and the metadata query),",
+        "  wrapping `plone.pgcatalog.database.fetch`; for the listing, the search and the metadata query),",
         "  run prepared on one autocommit psycopg connection, fetching all rows.",
         '- *Results* shows the number of matches ("n of m": a batch of n among m) and flags',
         "  backends that disagree.",

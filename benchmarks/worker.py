@@ -175,7 +175,9 @@ class Worker:
                 with capture_sql() as statements:
                     run(self.catalog, scenario.query)
                 if not statements:
-                    raise RuntimeError(f"no SQL captured for {scenario.name}: did PGCatalogTool._fetch move?")
+                    raise RuntimeError(
+                        f"no SQL captured for {scenario.name}: did plone.pgcatalog.database.fetch move?"
+                    )
                 entry[variant] = time_statements(self.config["dsn"], statements, iterations, warmup)
                 entry[variant]["statements"] = [sql for sql, _, _ in statements]
                 if self.config.get("profile") and variant == "listing":
