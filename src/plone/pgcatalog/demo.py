@@ -1,8 +1,10 @@
 """The demo: a Plone site with plone.pgcatalog on http://localhost:8080.
 
 ``python -m plone.pgcatalog.demo`` (or ``scripts/demo``) stores everything
-in ``var/``: an embedded PostgreSQL (``pgserver``) unless ``PGCATALOG_DSN``
-names a database.  The first run creates the site ``Plone`` with some
+in ``var/`` (``scripts/demo``: next to the checkout, wherever it is run
+from): an embedded PostgreSQL (``pgserver``) unless ``PGCATALOG_DSN`` names
+a database.  The embedded server runs as long as the demo: Ctrl-C or
+SIGTERM stops both.  The first run creates the site ``Plone`` with some
 content; later runs reuse it.  Log in as admin / admin.
 """
 
@@ -10,14 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import argparse
 import os
+import signal
+import socket
 import sys
 
 
-__all__ = ["create_site", "main", "pg_dsn"]
+__all__ = ["create_site", "database", "main", "port_taken"]
 
 
 SITE_ZCML = """<configure xmlns="http://namespaces.zope.org/zope"
@@ -75,14 +81,33 @@ DEMO_CONTENT = [
 ]
 
 
-def pg_dsn(var: Path) -> str:
+@contextmanager
+def database(var: Path) -> Iterator[str]:
+    """The DSN of ``PGCATALOG_DSN``, or of an embedded PostgreSQL in
+    ``var/pgdata`` that is stopped when the block ends."""
     dsn = os.environ.get("PGCATALOG_DSN")
     if dsn:
-        return dsn
+        yield dsn
+        return
     import pgserver
 
-    server = pgserver.get_server(var / "pgdata", cleanup_mode=None)
-    return server.get_uri()
+    with pgserver.get_server(var / "pgdata", cleanup_mode="stop") as server:
+        yield server.get_uri()
+
+
+def port_taken(host: str, port: int) -> bool:
+    """Whether something already listens on *host*:*port*."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # unwinds like Ctrl-C: the embedded server stops
 
 
 def create_site(app: Any) -> None:
@@ -131,10 +156,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--var", default=os.environ.get("PGCATALOG_VAR", "var"))
     parser.add_argument("--setup-only", action="store_true", help="create the site, do not serve")
     args = parser.parse_args(argv)
+    if not args.setup_only and port_taken(args.host, args.port):
+        print(
+            f"Port {args.port} on {args.host} is taken (another demo still running?): "
+            "stop it, or choose another with --port.",
+            file=sys.stderr,
+        )
+        return 2
 
     var = Path(args.var).resolve()
     var.mkdir(parents=True, exist_ok=True)
-    dsn = pg_dsn(var)
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        with database(var) as dsn:
+            return _run(args, var, dsn)
+    except KeyboardInterrupt:
+        print("Stopped.")
+        return 0
+
+
+def _run(args: argparse.Namespace, var: Path, dsn: str) -> int:
     (var / "etc").mkdir(exist_ok=True)
     (var / "etc" / "site.zcml").write_text(SITE_ZCML)
     conf = var / "zope.conf"
