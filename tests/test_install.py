@@ -19,9 +19,12 @@ from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.registry import index_defs
+from plone.pgcatalog.schema import SCHEMA_VERSION
+from plone.pgcatalog.schema import schema_version
 from plone.pgcatalog.tool import PGCatalogTool
 from OFS.ObjectManager import ObjectManager
 from Products.CMFCore.interfaces import ICatalogTool
+from plone.base.utils import get_installer
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from plone.event.interfaces import IEvent
 from plone.indexer import indexer
@@ -216,3 +219,44 @@ class ToolsetReimportTest(unittest.TestCase):
         )
         self.assertEqual([b.getId for b in portal.portal_catalog(portal_type="Document")], ["kept"])
         self.assertIn("plone_lexicon", portal.portal_catalog.objectIds())
+
+
+class UpgradeTest(unittest.TestCase):
+    """An older install upgrades through the Add-ons panel; the schema
+    version is recorded in the database."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def test_older_install_upgrades_through_the_addons_panel(self):
+        portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        api.content.create(container=portal, type="Document", id="before", title="Before the upgrade")
+        transaction.commit()
+        setup, profile = portal.portal_setup, "plone.pgcatalog:default"
+        installer = get_installer(portal, self.layer["request"])
+        self.assertEqual(setup.getLastVersionForProfile(profile), ("2",))
+        self.assertFalse(installer.upgrade_info("plone.pgcatalog")["required"])
+        with psycopg.connect(storage_dsn(portal), autocommit=True) as conn:
+            self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
+            # as a release before the record left the database and the profile
+            conn.execute("DROP TABLE pgcatalog_schema")
+            self.assertEqual(schema_version(conn.cursor()), 1)
+        setup.setLastVersionForProfile(profile, "1")
+        transaction.commit()
+
+        info = installer.upgrade_info("plone.pgcatalog")
+        self.assertTrue(info["required"] and info["available"])
+        self.assertTrue(installer.upgrade_product("plone.pgcatalog"))  # the panel's button
+        transaction.commit()
+        self.assertEqual(setup.getLastVersionForProfile(profile), ("2",))
+        self.assertFalse(installer.upgrade_info("plone.pgcatalog")["required"])
+        with psycopg.connect(storage_dsn(portal)) as conn:
+            self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
+        found = portal.portal_catalog.unrestrictedSearchResults(id="before")
+        self.assertEqual([b.Title for b in found], ["Before the upgrade"])
+
+    def test_schema_version_where_nothing_is_installed(self):
+        with psycopg.connect(storage_dsn(self.layer["portal"])) as conn:
+            conn.execute("DROP TABLE pgcatalog_schema, pgcatalog_counter")
+            self.assertIsNone(schema_version(conn.cursor()))
+            conn.rollback()

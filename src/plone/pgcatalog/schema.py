@@ -12,6 +12,7 @@ and statistics on every expression give the planner real row counts.
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
+from typing import Any
 from plone.pgcatalog.row import column_ddl
 
 import hashlib
@@ -19,6 +20,9 @@ import re
 
 
 __all__ = [
+    "RECORD_SCHEMA_VERSION",
+    "SCHEMA_VERSION",
+    "schema_version",
     "CATALOGED",
     "CATALOG_ROWS",
     "FOLD_TEXT_STATISTICS",
@@ -31,6 +35,11 @@ __all__ = [
 
 
 CATALOGED = "idx IS NOT NULL"
+
+SCHEMA_VERSION = 2
+"""The version of the catalog's tables, columns and functions this
+release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
+1: before the version was recorded."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -69,6 +78,7 @@ CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE path IS N
 CREATE INDEX IF NOT EXISTS pgcatalog_parent ON object_state (parent_path, path_depth) WHERE parent_path IS NOT NULL;
 CREATE TABLE IF NOT EXISTS pgcatalog_counter (id INTEGER PRIMARY KEY, value BIGINT NOT NULL);
 INSERT INTO pgcatalog_counter VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (searchable_text)
     WHERE searchable_text IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
@@ -162,3 +172,23 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         stats_on = ", ".join(f"({e})" for e in exprs)
         ddl.append(f"CREATE STATISTICS IF NOT EXISTS {name}_stats ON {stats_on} FROM object_state")
     return ddl
+
+
+RECORD_SCHEMA_VERSION = f"""CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL);
+INSERT INTO pgcatalog_schema VALUES (1, {SCHEMA_VERSION}) ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version"""
+"""Record that the catalog's schema is this release's (run by the commit
+that installs or upgrades it)."""
+
+
+def schema_version(cursor: Any) -> int | None:
+    """The catalog schema version recorded in the database; 1 for an
+    install older than the record, None where the catalog is not installed."""
+    cursor.execute(
+        "SELECT to_regclass('pgcatalog_schema') IS NOT NULL, to_regclass('pgcatalog_counter') IS NOT NULL"
+    )
+    recorded, installed = cursor.fetchone()
+    if not recorded:
+        return 1 if installed else None
+    cursor.execute("SELECT version FROM pgcatalog_schema WHERE id = 1")
+    row = cursor.fetchone()
+    return row[0] if row else 1

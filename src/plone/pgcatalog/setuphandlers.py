@@ -17,10 +17,13 @@ from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.schema import index_ddl
+from plone.pgcatalog.schema import RECORD_SCHEMA_VERSION
+from plone.pgcatalog.schema import SCHEMA_VERSION
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.tool import PGCatalogTool
 from plone.pgcatalog.toolset import register_required_tool
 from Products.CMFCore.interfaces import ICatalogTool
+from Products.CMFCore.utils import getToolByName
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from zope.component import getSiteManager
 
@@ -46,13 +49,29 @@ def upgrade_lexicons(tool: PGCatalogTool) -> int:
 
 def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     """Bring an installed catalog up to this release: its lexicons within
-    the tool, and any SQL index this release adds (built at commit)."""
+    the tool, any SQL index this release adds, and the schema version
+    recorded in the database (at commit)."""
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
     for index in r.index_defs(tool).values():
         pending.ddl.extend(index_ddl(index))
+    pending.ddl.append(RECORD_SCHEMA_VERSION)
     return tool
+
+
+def upgrade_step(setup_tool: Any) -> None:
+    """GenericSetup upgrade step of ``plone.pgcatalog:default`` (the
+    Add-ons panel's "Upgrade"): :func:`upgrade` the site's catalog."""
+    site = getToolByName(setup_tool, "portal_url").getPortalObject()
+    tool = getattr(aq_base(site), "portal_catalog", None)
+    if not isinstance(tool, PGCatalogTool):
+        raise InstallError("plone.pgcatalog is not installed in this site: nothing to upgrade")
+    instance = storage_instance(site)
+    if instance is not None:
+        ensure_processor(instance)
+    upgrade(site.portal_catalog)
+    logger.info("plone.pgcatalog: upgraded to schema version %d", SCHEMA_VERSION)
 
 
 def replace_catalog(site: Any) -> PGCatalogTool:
@@ -103,6 +122,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     pending = changes_for(tool)
     for index in defs:
         pending.ddl.extend(index_ddl(index))
+    pending.ddl.append(RECORD_SCHEMA_VERSION)
     tool.clearFindAndRebuild()
     logger.info("plone.pgcatalog installed: %d indexes, %d columns", len(defs), len(columns))
     return tool
@@ -115,4 +135,4 @@ def import_catalog(context: Any) -> None:
     replace_catalog(context.getSite())
 
 
-__all__ = ["replace_catalog", "import_catalog", "upgrade_lexicons"]
+__all__ = ["InstallError", "import_catalog", "replace_catalog", "upgrade", "upgrade_lexicons", "upgrade_step"]
