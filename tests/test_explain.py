@@ -10,6 +10,7 @@ table.  Everything happens in one transaction that is rolled back.
 from helpers import CatalogTestCase
 from plone import api
 from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
@@ -88,7 +89,7 @@ class ExplainTest(CatalogTestCase):
         transaction.commit()
 
     def explain(self, query: dict) -> list[dict]:
-        stmt = build(query, self.defs, self.catalog._lexicons(), self.catalog.getPhysicalPath())
+        stmt = build(query, self.defs, lexicons(self.catalog), self.catalog.getPhysicalPath())
         add_sort(stmt, sort_spec(query, self.defs))
         params = stmt.params
         if stmt.scored:  # relevance order: the statement of the search

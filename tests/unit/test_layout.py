@@ -72,7 +72,7 @@ class LayoutTest(unittest.TestCase):
             "_unrestrictedSearchResults",
             "_setOb",
         }
-        self.assertIn("_lexicons", private)
+        self.assertIn("_as_searched", private)
         for name, tree in self.modules.items():
             if name == "tool":
                 continue

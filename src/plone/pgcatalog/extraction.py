@@ -22,12 +22,16 @@ from Missing import MV
 from plone.event.recurrence import recurrence_sequence_ical
 from plone.event.utils import dt2int
 from plone.event.utils import pydt
+from plone.indexer.interfaces import IIndexableObject
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.row import CatalogRow
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import range_minutes
 from plone.pgcatalog.values import encode_metadata
+
+from zope.component import queryMultiAdapter
 
 import logging
 import re
@@ -312,4 +316,18 @@ def metadata(attrs: Attributes, columns: Iterable[str]) -> dict:
     return meta
 
 
-__all__ = ["extract", "metadata"]
+__all__ = ["catalog_row", "extract", "metadata"]
+
+
+def catalog_row(
+    tool: Any, obj: Any, uid: str, idxs: Sequence[str] | None = None, with_metadata: bool = True
+) -> CatalogRow:
+    """The row *tool* catalogs for *obj* under *uid* (see :func:`extract`),
+    from the object as plone.indexer wraps it for this catalog."""
+    wrapper = obj
+    if not IIndexableObject.providedBy(obj):
+        wrapper = queryMultiAdapter((obj, tool), IIndexableObject) or obj
+    pipelines = {name: lexicon.process for name, lexicon in lexicons(tool).items()}
+    return extract(
+        wrapper, uid, r.index_defs(tool).values(), r.metadata_columns(tool), pipelines, idxs, with_metadata
+    )

@@ -11,6 +11,8 @@ object the catalog keeps in ZODB.
 
 from __future__ import annotations
 
+from typing import Any
+
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
@@ -19,7 +21,7 @@ from OFS.SimpleItem import Item
 from Products.ZCTextIndex.Lexicon import _text2list
 
 
-__all__ = ["Lexicon", "META_TYPE"]
+__all__ = ["Lexicon", "META_TYPE", "lexicons"]
 
 
 META_TYPE = "ZCTextIndex Lexicon"
@@ -70,3 +72,13 @@ class Lexicon(Implicit, Item):
 
     def isGlob(self, word: str) -> bool:
         return "*" in word or "?" in word
+
+
+def lexicons(tool: Any) -> dict[str, Lexicon]:
+    """The catalog's ZCTextIndex lexicons by id (a ``PLexicon`` left by an
+    older release read as ours)."""
+    return {
+        obj.getId(): obj if isinstance(obj, Lexicon) else Lexicon.like(obj)
+        for obj in tool.objectValues()
+        if getattr(obj, "meta_type", None) == META_TYPE
+    }

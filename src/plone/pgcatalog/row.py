@@ -33,6 +33,7 @@ __all__ = [
     "clear_all_sql",
     "clear_index_sql",
     "column_ddl",
+    "differs_sql",
     "extra_columns",
     "committed_sql",
     "full_update_sql",
@@ -197,6 +198,12 @@ def record_columns_sql() -> str:
             if column.merge is Merge.IF_CARRIED:
                 fields.append(f"has_{column.name} boolean")
     return ", ".join(fields)
+
+
+def differs_sql(stored: str, fresh: str) -> str:
+    """SQL that is true where the stored row (table *stored*) differs from
+    a full :func:`record` (table *fresh*) in a column searches read."""
+    return " OR ".join(f"{stored}.{c.name} IS DISTINCT FROM {fresh}.{c.name}" for c in COLUMNS if c.overlaid)
 
 
 def merged_sql(column: Column, stored: str, new: str, carried: str) -> str:

@@ -18,9 +18,9 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from DateTime import DateTime
 from dataclasses import replace
+from functools import partial
 from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
-from plone.indexer.interfaces import IIndexableObject
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.connection import jar_of
@@ -28,13 +28,13 @@ from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.database import cataloged_rows
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import select
-from plone.pgcatalog.extraction import extract
+from plone.pgcatalog.extraction import catalog_row
 from plone.pgcatalog.indexes import CatalogInternals
 from plone.pgcatalog.indexes import index_entries
 from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.lexicon import Lexicon
-from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
+from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
@@ -61,7 +61,6 @@ from Products.CMFPlone.CatalogTool import CatalogTool
 from Products.ZCatalog.interfaces import IZCatalog
 from Products.ZCatalog.ZCatalog import CatalogError
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
-from zope.component import queryMultiAdapter
 from zope.interface import implementer
 
 from urllib.parse import quote
@@ -97,18 +96,6 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(SearchZCatalog)
     def schema(self) -> list[str]:
         return list(self._pgc_columns)
-
-    def _lexicons(self) -> dict[str, Lexicon]:
-        """The ZCTextIndex lexicons by id (a ``PLexicon`` left by an older
-        release read as ours)."""
-        return {
-            obj.getId(): obj if isinstance(obj, Lexicon) else Lexicon.like(obj)
-            for obj in self.objectValues()
-            if getattr(obj, "meta_type", None) == LEXICON_META_TYPE
-        }
-
-    def _pipelines(self) -> dict:
-        return {name: lexicon.process for name, lexicon in self._lexicons().items()}
 
     def _setOb(self, id, object):
         # GenericSetup adds a lexicon named in catalog.xml as a PLexicon:
@@ -206,9 +193,6 @@ class PGCatalogTool(UniqueObject, Folder):
         if zoid is None:
             logger.warning("Not cataloging %s: it is not a persistent object", uid)
             return
-        wrapper = obj
-        if not IIndexableObject.providedBy(obj):
-            wrapper = queryMultiAdapter((obj, self), IIndexableObject) or obj
         defs = r.index_defs(self)
         for name in idxs or ():
             if name not in defs:
@@ -219,9 +203,7 @@ class PGCatalogTool(UniqueObject, Folder):
         full = not idxs
         kept = self._kept_metadata(zoid, uid) if full and not update_metadata else None
         with_metadata = bool(update_metadata) or (full and kept is None)
-        row = extract(
-            wrapper, uid, defs.values(), self._pgc_columns, self._pipelines(), idxs or None, with_metadata
-        )
+        row = catalog_row(self, obj, uid, idxs or None, with_metadata)
         if kept is not None:
             row = replace(row, meta=kept)
         changes_for(self).catalog(zoid, row)
@@ -314,7 +296,11 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _as_searched(self) -> Catalog:
         return Catalog(
-            self, self.getPhysicalPath(), r.index_defs(self), tuple(self._pgc_columns), self._lexicons
+            self,
+            self.getPhysicalPath(),
+            r.index_defs(self),
+            tuple(self._pgc_columns),
+            partial(lexicons, self),
         )
 
     # CMFPlone's own: the user's roles and groups, and who sees inactive content
