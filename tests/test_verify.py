@@ -2,11 +2,16 @@
 
 from helpers import CatalogTestCase
 from plone import api
+from plone.app.testing import logout
+from plone.app.testing import SITE_OWNER_NAME
+from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.pgcatalog import row
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.verify import repair
 from plone.pgcatalog.verify import verify
+from plone.testing.zope import Browser
 from unittest import mock
+from zExceptions import Unauthorized
 
 import psycopg
 import transaction
@@ -96,3 +101,49 @@ class VerifyTest(CatalogTestCase):
         )
         self.assertTrue(verify(self.catalog, values=False).ok)
         self.assertEqual(verify(self.catalog).stale, ["/plone/f/c"])
+
+
+class AdvancedTabTest(CatalogTestCase):
+    """The ZMI's Advanced tab: verify, repair, update, clear and rebuild."""
+
+    def setUp(self):
+        super().setUp()
+        api.content.create(container=self.portal, type="Document", id="page", title="Page")
+        transaction.commit()
+        self.browser = Browser(self.layer["app"])
+        self.browser.handleErrors = False
+        self.browser.addHeader("Authorization", f"Basic {SITE_OWNER_NAME}:{SITE_OWNER_PASSWORD}")
+        self.url = self.catalog.absolute_url()
+
+    def test_verify_and_repair_buttons(self):
+        self.browser.open(self.url + "/manage_catalogAdvanced")
+        self.assertIn("Advanced", self.browser.contents)  # a tab of its own
+        self.browser.getControl("Verify").click()
+        self.assertIn("the catalog matches the content", self.browser.contents)
+
+        with psycopg.connect(storage_dsn(self.portal)) as conn:
+            conn.execute(f"UPDATE object_state SET {row.clear_all_sql()} WHERE path = '/plone/page'")
+        transaction.abort()
+        self.browser.open(self.url + "/manage_catalogAdvanced")
+        self.browser.getControl("Verify").click()
+        self.assertIn("missing: 1\n  /plone/page", self.browser.contents)
+        self.browser.getControl("Repair").click()
+        self.assertIn("Catalog repaired: 1 missing, 0 orphaned, 0 misplaced, 0 stale", self.browser.contents)
+        transaction.abort()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(id="page")), 1)
+        self.browser.getControl("Verify").click()
+        self.assertIn("the catalog matches the content", self.browser.contents)
+
+    def test_update_catalog_button(self):
+        self.browser.open(self.url + "/manage_catalogAdvanced")
+        self.browser.getControl("Update Catalog").click()
+        self.assertIn("Catalog updated", self.browser.contents)
+        transaction.abort()
+        self.assertEqual(len(self.catalog.unrestrictedSearchResults(id="page")), 1)
+
+    def test_the_tab_needs_the_manage_permission(self):
+        self.portal.restrictedTraverse("portal_catalog/manage_catalogVerify")
+        logout()
+        for name in ("manage_catalogAdvanced", "manage_catalogVerify", "manage_catalogRepair"):
+            with self.assertRaises(Unauthorized):
+                self.portal.restrictedTraverse(f"portal_catalog/{name}")

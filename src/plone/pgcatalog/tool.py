@@ -49,6 +49,9 @@ from plone.pgcatalog.search import Catalog
 from plone.pgcatalog.search import search
 from plone.pgcatalog.values import decode_metadata
 from plone.pgcatalog.values import is_rid
+from plone.pgcatalog.verify import repair
+from plone.pgcatalog.verify import verify
+from Products.PageTemplates.PageTemplateFile import PageTemplateFile
 from plone.pgcatalog.values import parsed_metadata
 from Missing import MV
 from Products.CMFCore.indexing import getQueue
@@ -86,6 +89,14 @@ class PGCatalogTool(UniqueObject, Folder):
 
     _pgc_indexes: tuple = ()  # IndexDef.to_data() dicts, in definition order
     _pgc_columns: tuple = ()
+
+    manage_options = (
+        Folder.manage_options[0],
+        {"label": "Advanced", "action": "manage_catalogAdvanced"},
+        *Folder.manage_options[1:],
+    )
+    security.declareProtected(ManageZCatalogEntries, "manage_catalogAdvanced")
+    manage_catalogAdvanced = PageTemplateFile("www/catalogAdvanced.pt", globals())
 
     # -- registry ----------------------------------------------------------------
 
@@ -259,6 +270,24 @@ class PGCatalogTool(UniqueObject, Folder):
         """Empty the catalog (at commit, in the same transaction)."""
         changes_for(self).clear()
         _redirect(RESPONSE, URL1, "Catalog cleared")
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogReindex(self, REQUEST=None, RESPONSE=None, URL1=None):
+        """ZCatalog's "Update Catalog": every cataloged object again."""
+        self.refreshCatalog(clear=1)
+        _redirect(RESPONSE, URL1, "Catalog updated")
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogVerify(self, REQUEST=None):
+        """The Advanced tab with a report of :func:`plone.pgcatalog.verify.verify`."""
+        return self.manage_catalogAdvanced(report=verify(self).summary())
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogRepair(self, REQUEST=None, RESPONSE=None, URL1=None):
+        """Verify and repair (:func:`plone.pgcatalog.verify.repair`)."""
+        counts = repair(self).counts()
+        fixed = ", ".join(f"{counts[kind]} {kind}" for kind in ("missing", "orphaned", "misplaced", "stale"))
+        _redirect(RESPONSE, URL1, f"Catalog repaired: {fixed}")
 
     @security.protected(ManageZCatalogEntries)
     def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
@@ -461,4 +490,4 @@ def _index_of_key(key) -> str | None:
 def _redirect(response, url: str | None, message: str) -> None:
     """Back to the catalog's ZMI page with *message*, as ZCatalog's forms do."""
     if response is not None and url:
-        response.redirect(f"{url}/manage_main?manage_tabs_message={quote(message)}")
+        response.redirect(f"{url}/manage_catalogAdvanced?manage_tabs_message={quote(message)}")
