@@ -30,8 +30,8 @@ class OverlayTest(unittest.TestCase):
         pending.catalog(4, CatalogRow("/plone/b", idx={"Title": None}, partial=True))
         pending.uncatalog("/plone/c")
         sql, params = catalog_sql("SELECT 1", pending)
-        keep_committed, zoids, removed, records = params
-        self.assertTrue(keep_committed)
+        emptied, _, zoids, removed, records = params
+        self.assertIsNone(emptied)
         self.assertEqual((zoids, removed), ('{"3","4"}', '{"/plone/c"}'))
         full, partial = orjson.loads(records)
         self.assertEqual(full["idx"], {"Title": "A"})  # no nulls in a full row
@@ -39,14 +39,38 @@ class OverlayTest(unittest.TestCase):
         self.assertNotIn("meta", full)  # metadata is laid over in Python
         self.assertEqual(pending_metadata(pending, [3, 4, 5]), {3: {"Title": "A"}})
 
-    def test_clear_all_drops_every_committed_row(self):
+    def test_clearing_drops_the_sites_committed_rows(self):
         pending = Pending()
-        pending.clear()
-        self.assertFalse(catalog_sql("SELECT 1", pending)[1][0])
+        pending.catalog(3, CatalogRow("/plone/a"))
+        self.assertIsNone(catalog_sql("SELECT 1", pending)[1][0])
+        pending.clear("/plone")
+        sql, params = catalog_sql("SELECT 1", pending)
+        self.assertIn("NOT starts_with(o.path || '/', %s::text)", sql)
+        self.assertEqual(params[:2], ["/plone/", "/plone/"])  # /plone and below, not /plone2
+        self.assertEqual(pending.rows, {})
 
     def test_cleared_index_leaves_committed_rows(self):
         pending = Pending()
         pending.clear_index("Title", None)
         sql, params = catalog_sql("SELECT 1", pending)
         self.assertIn("(o.idx - ARRAY['Title']) AS idx", sql)
-        self.assertEqual(len(params), 4)
+        self.assertEqual(len(params), 5)
+
+
+class SiteScopeTest(unittest.TestCase):
+    """Each site's catalog reads its own rows: several sites may share a
+    database."""
+
+    def test_committed_rows_of_the_site(self):
+        sql, params = catalog_sql("SELECT 1", None, "/plone")
+        self.assertIn("WHERE (path = %s OR (path >= %s AND path < %s))", sql)
+        self.assertEqual(params, ["/plone", "/plone/", "/plone0"])  # not /plone2, not /plone-x
+
+    def test_pending_rows_of_the_site(self):
+        pending = Pending()
+        pending.catalog(3, CatalogRow("/plone/a"))
+        sql, params = catalog_sql("SELECT 1", pending, "/plone")
+        self.assertIn("(o.path = %s OR (o.path >= %s AND o.path < %s))", sql)
+        self.assertIn("WHERE starts_with(p.path || '/', %s)", sql)
+        self.assertEqual(sql.count("%s"), len(params))
+        self.assertEqual(params[-1], "/plone/")

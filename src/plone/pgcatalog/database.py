@@ -13,7 +13,11 @@ storage serves the read (:func:`~plone.pgcatalog.connection.fetch`).
 from __future__ import annotations
 
 from typing import Any
+from zope.component.hooks import getSite
 
+from Acquisition import aq_base
+from Acquisition import aq_inner
+from Acquisition import aq_parent
 from collections.abc import Iterator
 from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.overlay import catalog_sql
@@ -25,7 +29,7 @@ from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["cataloged_rows", "load_metadata", "read", "select"]
+__all__ = ["cataloged_rows", "load_metadata", "read", "select", "site_path"]
 
 
 def read(context: Any, sql: str, params: list, **options) -> list[tuple]:
@@ -34,8 +38,22 @@ def read(context: Any, sql: str, params: list, **options) -> list[tuple]:
     pending = get_pending()
     if pending is not None and pending.reordered:
         refresh_positions(context)  # folders reordered since: positions first
-    sql, head = catalog_sql(sql, pending)
+    sql, head = catalog_sql(sql, pending, site_path(context))
     return fetch(context, sql, [*head, *params], **options)
+
+
+def site_path(catalog: Any) -> str:
+    """The path of the site *catalog* serves: its rows are those at and
+    below it (other sites may share the database).  A catalog without
+    acquisition context (``getUtility(ICatalogTool)``) is found from the
+    current site up."""
+    site = aq_parent(aq_inner(catalog))
+    if site is None:
+        tool = aq_base(catalog)
+        site = getSite()
+        while site is not None and aq_base(getattr(aq_base(site), "portal_catalog", None)) is not tool:
+            site = aq_parent(aq_inner(site))
+    return "" if site is None else "/".join(site.getPhysicalPath())
 
 
 def select(context: Any, columns: str, where: str, params: list) -> list[tuple]:

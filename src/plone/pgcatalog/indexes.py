@@ -148,6 +148,9 @@ class IndexView:
 
 
 class _PathIndexView(IndexView):
+    def getIndexSourceNames(self) -> tuple[str, ...]:
+        return self._def.attrs or ("getPhysicalPath",)  # as ExtendedPathIndex answers
+
     def uniqueValues(self, name=None, withLengths=False) -> Iterator:
         # a PathIndex also answers to its source name
         if name in (None, self.id, "getPhysicalPath"):

@@ -31,49 +31,67 @@ import orjson
 
 __all__ = ["catalog_sql", "has_changes", "pending_metadata"]
 
-_TABLE = f"WITH {CATALOG_ROWS} AS NOT MATERIALIZED (SELECT * FROM object_state)"
+_TABLE = "WITH {name} AS NOT MATERIALIZED (SELECT * FROM object_state{scope})"
 
 _OVERLAY = """WITH {name} AS NOT MATERIALIZED (
 SELECT o.zoid, {committed}
   FROM object_state o
- WHERE o.idx IS NOT NULL AND %s AND NOT (o.zoid = ANY(%s::bigint[])) AND NOT (o.path = ANY(%s::text[]))
+ WHERE o.idx IS NOT NULL AND (%s::text IS NULL OR NOT starts_with(o.path || '/', %s::text))
+   AND NOT (o.zoid = ANY(%s::bigint[])) AND NOT (o.path = ANY(%s::text[])){committed_scope}
 UNION ALL
 SELECT p.zoid, {pending}
   FROM jsonb_to_recordset(%s::jsonb) AS p({fields})
-  LEFT JOIN object_state o ON o.zoid = p.zoid
+  LEFT JOIN object_state o ON o.zoid = p.zoid{pending_scope}
 )"""
 
 
-def _overlay(pending: Pending) -> tuple[str, list]:
+def _site_scope(site: str, column: str) -> tuple[str, list]:
+    """A site's rows: its own and those below it.  Written as ranges of
+    the C-collated path (the path index serves them), so several sites
+    can keep their catalogs in one database."""
+    return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [site, site + "/", site + "0"]
+
+
+def _overlay(pending: Pending, site: str) -> tuple[str, list]:
     """The overlay's SQL and parameters.  Indexes cleared in this
     transaction (``catalog.xml`` changed them) lose their committed values;
     ``idx`` is then an expression, which the expression indexes no longer
     match: such searches scan the table."""
     committed = {c: row.committed_sql(c, "o", pending.cleared) for c in row.COLUMNS}
+    committed_scope, committed_params = _site_scope(site, "o.path") if site else ("", [])
     sql = _OVERLAY.format(
         name=CATALOG_ROWS,
+        committed_scope=f" AND {committed_scope}" if site else "",
+        pending_scope=" WHERE starts_with(p.path || '/', %s)" if site else "",
         committed=", ".join(f"{committed[c]} AS {c.name}" for c in row.COLUMNS),
         pending=", ".join(row.pending_sql(c, committed[c]) for c in row.COLUMNS),
         fields=row.record_columns_sql(),
     )
     records = orjson.dumps([row.record(zoid, r) for zoid, r in pending.rows.items()]).decode()
-    return sql, [not pending.clear_all, array_literal(pending.rows), array_literal(pending.removed), records]
+    emptied = None if pending.emptied is None else pending.emptied + "/"
+    params = [
+        emptied,
+        emptied,
+        array_literal(pending.rows),
+        array_literal(pending.removed),
+        *committed_params,
+    ]
+    return sql, [*params, records, *([site + "/"] if site else [])]
 
 
 def has_changes(pending: Pending | None) -> bool:
-    return pending is not None and bool(
-        pending.rows or pending.removed or pending.clear_all or pending.cleared
-    )
+    return pending is not None and bool(pending.rows or pending.removed or pending.emptied or pending.cleared)
 
 
-def catalog_sql(sql: str, pending: Pending | None) -> tuple[str, list]:
+def catalog_sql(sql: str, pending: Pending | None, site: str = "") -> tuple[str, list]:
     """*sql*, a statement that reads the catalog rows as :data:`ROWS`, over
-    the rows this transaction sees; and the parameters that go before its
-    own."""
+    the rows this transaction sees of the site at path *site* (all, with
+    none); and the parameters that go before its own."""
     if not has_changes(pending):
-        head, params = _TABLE, []
+        scope, params = _site_scope(site, "path") if site else ("", [])
+        head = _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {scope}" if site else "")
     else:
-        head, params = _overlay(pending)
+        head, params = _overlay(pending, site)
     if sql.startswith("WITH "):
         return f"{head},\n{sql[5:]}", params
     return f"{head}\n{sql}", params

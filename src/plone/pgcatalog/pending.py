@@ -35,7 +35,7 @@ class Pending:
     removed: dict[str, bool] = field(default_factory=dict)  # path -> True, ordered
     written: set[int] = field(default_factory=set)  # zoids whose row went with the object
     ddl: list[str] = field(default_factory=list)  # CREATE INDEX statements for new indexes
-    clear_all: bool = False  # manage_catalogClear: empty the catalog first
+    emptied: str | None = None  # manage_catalogClear: the site whose rows go first
     cleared: dict[str, str | None] = field(default_factory=dict)  # reconfigured index -> its own column
     reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
 
@@ -66,24 +66,25 @@ class Pending:
             dict(self.removed),
             set(self.written),
             list(self.ddl),
-            self.clear_all,
+            self.emptied,
             dict(self.cleared),
             dict(self.reordered),
         )
 
     def restore(self, other: Pending) -> None:
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
-        self.ddl, self.clear_all, self.cleared = list(other.ddl), other.clear_all, dict(other.cleared)
+        self.ddl, self.emptied, self.cleared = list(other.ddl), other.emptied, dict(other.cleared)
         self.reordered = dict(other.reordered)
 
-    def clear(self) -> None:
-        """Forget everything: the catalog will be emptied at commit."""
+    def clear(self, site: str) -> None:
+        """Forget everything: the catalog rows of the site at path *site*
+        (other sites in the database keep theirs) are emptied at commit."""
         self.rows.clear()
         self.removed.clear()
-        self.clear_all = True
+        self.emptied = site
 
     def __bool__(self) -> bool:
-        return bool(self.rows or self.removed or self.ddl or self.clear_all or self.cleared)
+        return bool(self.rows or self.removed or self.ddl or self.emptied or self.cleared)
 
 
 def get_pending(txn: Any = None, create: bool = False) -> Pending | None:

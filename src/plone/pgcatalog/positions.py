@@ -73,7 +73,7 @@ def refresh_positions(catalog: Any) -> None:
     for path, container in containers.items():
         ids = list(container.objectIds())  # in the container's order
         for name in names:
-            sql, head = catalog_sql(_CHANGED, pending)  # this transaction's rows
+            sql, head = catalog_sql(_CHANGED, pending, path)  # this transaction's rows below it
             rows = fetch(catalog, sql, [*head, array_literal(ids), path + "/", path, name])
             for zoid, child_path, position in rows:
                 pending.catalog(zoid, CatalogRow(child_path, {name: position}, partial=True))

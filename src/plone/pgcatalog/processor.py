@@ -24,7 +24,7 @@ from zodb_pgjsonb.storage import ExtraColumn
 import transaction
 
 
-__all__ = ["CatalogStateProcessor", "ensure_processor"]
+__all__ = ["CatalogStateProcessor", "ensure_processor", "retire_processor"]
 
 
 def ensure_processor(instance: Any) -> None:
@@ -35,6 +35,20 @@ def ensure_processor(instance: Any) -> None:
         processor = CatalogStateProcessor()
         main.register_state_processor(processor)
         main._pgcatalog_processor = processor
+
+
+def retire_processor(instance: Any) -> None:
+    """Unregister the catalog's state processor (its columns were dropped
+    by an uninstall).  zodb-pgjsonb has no public way back from
+    ``register_state_processor``: its list of processors is edited."""
+    main = getattr(instance, "_main", instance)
+    processor = getattr(main, "_pgcatalog_processor", None)
+    if processor is None:
+        return
+    processors = getattr(main, "_state_processors", [])
+    if processor in processors:
+        processors.remove(processor)
+    main._pgcatalog_processor = None
 
 
 class CatalogStateProcessor:
@@ -69,13 +83,13 @@ class CatalogStateProcessor:
             cursor.execute(statement)
         for name, column in pending.cleared.items():
             cursor.execute(row.clear_index_sql(name, column), (array_literal(pending.rows),))
-        if pending.clear_all:
+        if pending.emptied:
             # rows about to be written in full need no clearing first
             rewritten = pending.written | {zoid for zoid, r in pending.rows.items() if not r.partial}
             cursor.execute(
                 f"UPDATE object_state SET {row.clear_all_sql()} "
-                "WHERE idx IS NOT NULL AND NOT (zoid = ANY(%s::bigint[]))",
-                (array_literal(rewritten),),
+                "WHERE idx IS NOT NULL AND starts_with(path || '/', %s) AND NOT (zoid = ANY(%s::bigint[]))",
+                (pending.emptied + "/", array_literal(rewritten)),
             )
         full = [(z, r) for z, r in pending.rows.items() if not r.partial and z not in pending.written]
         partial = [(z, r) for z, r in pending.rows.items() if r.partial]
@@ -89,7 +103,7 @@ class CatalogStateProcessor:
             )
         cursor.execute(FOLD_TEXT_STATISTICS)
         cursor.execute("UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1")
-        if pending.clear_all or pending.ddl:
+        if pending.emptied or pending.ddl:
             # a rebuild or new indexes: statistics for the planner right away,
             # not when autovacuum gets to it (ANALYZE sees this transaction's rows)
             cursor.execute("ANALYZE object_state")

@@ -140,7 +140,7 @@ class _Index:
         this transaction sees it."""
         length = f"(word_counts -> {self.key} ->> 0)::bigint"
         pending = self.pending
-        if pending is not None and (pending.clear_all or self.index.name in pending.cleared):
+        if pending is not None and (pending.emptied or self.index.name in pending.cleared):
             return f"SELECT count(*), sum({length}) FROM {ROWS} WHERE word_counts ? {self.key}", []
         committed = f"SELECT documents, words FROM pgcatalog_text_stats WHERE index_name = {self.key}"
         if not has_changes(pending):

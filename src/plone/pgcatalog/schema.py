@@ -24,6 +24,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "schema_version",
     "CATALOGED",
+    "catalog_installed",
     "CATALOG_ROWS",
     "FOLD_TEXT_STATISTICS",
     "ROWS",
@@ -192,3 +193,16 @@ def schema_version(cursor: Any) -> int | None:
     cursor.execute("SELECT version FROM pgcatalog_schema WHERE id = 1")
     row = cursor.fetchone()
     return row[0] if row else 1
+
+
+def catalog_installed(dsn: str) -> bool:
+    """Whether the database at *dsn* has the catalog's columns."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return bool(
+            conn.execute(
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('object_state') "
+                "AND attname = 'idx' AND NOT attisdropped"
+            ).fetchone()[0]
+        )

@@ -6,6 +6,7 @@ from typing import Any
 
 from plone.pgcatalog.connection import release_request_connection
 from plone.pgcatalog.processor import ensure_processor
+from plone.pgcatalog.schema import catalog_installed
 
 
 __all__ = ["database_opened", "publication_ended"]
@@ -13,9 +14,13 @@ __all__ = ["database_opened", "publication_ended"]
 
 def database_opened(event: Any) -> None:
     """IDatabaseOpenedWithRoot: hook the catalog into a zodb-pgjsonb storage
-    before any request writes."""
+    before any request writes, where the catalog is installed (the install
+    hooks it in itself; after an uninstall it stays out)."""
     storage = getattr(event.database, "storage", None)
-    if hasattr(storage, "register_state_processor"):
+    if not hasattr(storage, "register_state_processor"):
+        return
+    dsn = getattr(storage, "_dsn", None)
+    if dsn is None or catalog_installed(dsn):
         ensure_processor(storage)
 
 

@@ -16,6 +16,7 @@ from AccessControl.Permissions import search_zcatalog as SearchZCatalog
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
+from ComputedAttribute import ComputedAttribute
 from DateTime import DateTime
 from dataclasses import replace
 from functools import partial
@@ -28,6 +29,7 @@ from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.database import cataloged_rows
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import select
+from plone.pgcatalog.database import site_path
 from plone.pgcatalog.extraction import catalog_row
 from plone.pgcatalog.indexes import CatalogInternals
 from plone.pgcatalog.indexes import index_entries
@@ -268,7 +270,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Empty the catalog (at commit, in the same transaction)."""
-        changes_for(self).clear()
+        changes_for(self).clear(site_path(self))
         _redirect(RESPONSE, URL1, "Catalog cleared")
 
     @security.protected(ManageZCatalogEntries)
@@ -455,13 +457,9 @@ class PGCatalogTool(UniqueObject, Folder):
         """Every index object (GenericSetup's ``catalog.xml`` export)."""
         return list(self.Indexes.values())
 
-    @property
-    def Indexes(self) -> IndexesMapping:
-        return IndexesMapping(self)
-
-    @property
-    def _catalog(self) -> CatalogInternals:
-        return CatalogInternals(self)
+    # computed on the acquisition wrapper: the views read this site's rows
+    Indexes = ComputedAttribute(IndexesMapping, 1)
+    _catalog = ComputedAttribute(CatalogInternals, 1)
 
     def __len__(self):
         return select(self, "count(*)", CATALOGED, [])[0][0]
