@@ -22,9 +22,21 @@ from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.values import array_literal
 
 import logging
+import time
+import transaction
 
 
-__all__ = ["BATCH", "catalog_tree", "catalogable", "cataloged_objects", "descendants", "prefetch"]
+__all__ = [
+    "BATCH",
+    "COMMIT_EVERY",
+    "Progress",
+    "catalog_in_batches",
+    "catalog_tree",
+    "catalogable",
+    "cataloged_objects",
+    "descendants",
+    "prefetch",
+]
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -67,11 +79,80 @@ def catalogable(obj: Any) -> bool:
     return callable(getattr(base, "reindexObject", None)) and not IPGCatalogTool.providedBy(base)
 
 
-def catalog_tree(catalog: Any, obj: Any) -> None:
+COMMIT_EVERY = 1000
+"""Objects cataloged per committed transaction by :func:`catalog_in_batches`."""
+
+
+class Progress:
+    """Logs how far a long run is: done of the expected total, items per
+    second and the time left, at most every *every* seconds."""
+
+    def __init__(self, label: str, total: int | None = None, every: float = 10.0) -> None:
+        self.label, self.total, self.every = label, total, every
+        self.done = 0
+        self.started = self.logged = time.monotonic()
+
+    def step(self, count: int = 1) -> None:
+        self.done += count
+        if time.monotonic() - self.logged >= self.every:
+            self.log()
+
+    def log(self, final: bool = False) -> None:
+        self.logged = time.monotonic()
+        elapsed = max(self.logged - self.started, 1e-9)
+        rate = self.done / elapsed
+        message = f"plone.pgcatalog {self.label}: {self.done}"
+        if self.total and not final:
+            left = max(self.total - self.done, 0)
+            eta = f", about {left / rate:.0f} s left" if rate else ""
+            message += f" of ~{self.total} ({100 * self.done / self.total:.0f}%)"
+            message += f", {rate:.0f} items/s{eta}"
+        else:
+            message += f" in {elapsed:.1f} s, {rate:.0f} items/s" + (", done" if final else "")
+        logger.info(message)
+
+
+def catalog_tree(catalog: Any, obj: Any, progress: Progress | None = None) -> None:
     """Catalog *obj* and all content below it, each as a full row."""
     for item in chain((obj,), descendants(obj)):
         if catalogable(item):
             catalog.catalog_object(item, "/".join(item.getPhysicalPath()))
+            if progress is not None:
+                progress.step()
+
+
+def catalog_in_batches(
+    catalog: Any, site: Any, done: dict[int, str], total: int | None = None, every: int | None = None
+) -> int:
+    """Catalog the *site* and all its content in transactions of *every*
+    (:data:`COMMIT_EVERY`) objects, each committed: memory stays bounded
+    and writers wait for a batch at most.  Objects already cataloged
+    under their path (*done*: zoid -> path, what an interrupted run left)
+    are skipped, so a run that was killed resumes where it stopped.
+    Returns how many objects it cataloged."""
+    every = every or COMMIT_EVERY
+    progress = Progress("install", total)
+    progress.done = len(done)
+    jar = getattr(aq_base(catalog), "_p_jar", None)
+    batch = 0
+    for item in chain((site,), descendants(site)):
+        if not catalogable(item):
+            continue
+        path = "/".join(item.getPhysicalPath())
+        if done.get(zoid_of(item)) == path:
+            continue
+        catalog.catalog_object(item, path)
+        batch += 1
+        if batch >= every:
+            transaction.commit()
+            progress.step(batch)
+            batch = 0
+            if jar is not None:
+                jar.cacheGC()
+    transaction.commit()
+    progress.step(batch)
+    progress.log(final=True)
+    return progress.done - len(done)
 
 
 def cataloged_objects(tool: Any, rows: list[tuple[int, str]]) -> Iterator[tuple[str, object]]:

@@ -12,7 +12,10 @@ from typing import Any
 
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
+from plone.pgcatalog import rebuild
 from plone.pgcatalog.connection import storage_instance
+from plone.pgcatalog.database import cataloged_rows
+from plone.pgcatalog.database import site_path
 from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
 from plone.pgcatalog.pending import changes_for
@@ -28,6 +31,7 @@ from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from zope.component import getSiteManager
 
 import logging
+import transaction
 
 
 logger = logging.getLogger("plone.pgcatalog")
@@ -75,10 +79,20 @@ def upgrade_step(setup_tool: Any) -> None:
 
 
 def replace_catalog(site: Any) -> PGCatalogTool:
-    """Install the PostgreSQL catalog in *site* and catalog its content."""
+    """Install the PostgreSQL catalog in *site* and catalog its content.
+
+    A site of more than :data:`~plone.pgcatalog.rebuild.COMMIT_EVERY`
+    items is cataloged in batches, each committed (the tool, the schema and
+    the still empty SQL indexes first); an install that was interrupted
+    goes on where it stopped when the profile is imported again."""
     old = getattr(aq_base(site), "portal_catalog", None)
     if isinstance(old, PGCatalogTool):
-        return upgrade(site.portal_catalog)
+        tool = upgrade(site.portal_catalog)
+        if not tool._pgc_complete:
+            done = dict(cataloged_rows(tool, "zoid"))
+            logger.info("plone.pgcatalog: resuming the install, %d items cataloged before", len(done))
+            _fill(site, tool, tool._pgc_expected, done)
+        return tool
     instance = storage_instance(site)
     if instance is None:
         raise InstallError(
@@ -123,9 +137,26 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     for index in defs:
         pending.ddl.extend(index_ddl(index))
     pending.ddl.append(RECORD_SCHEMA_VERSION)
-    tool.clearFindAndRebuild()
+    expected = len(old)
+    if expected <= rebuild.COMMIT_EVERY:
+        tool.clearFindAndRebuild()  # all in the install's transaction
+    else:
+        # the swap, the schema and the SQL indexes (partial, so built at
+        # once while this site has no rows), then the content in batches
+        tool._pgc_complete, tool._pgc_expected = False, expected
+        pending.clear(site_path(tool))
+        transaction.commit()
+        _fill(site, tool, expected, {})
     logger.info("plone.pgcatalog installed: %d indexes, %d columns", len(defs), len(columns))
     return tool
+
+
+def _fill(site: Any, tool: PGCatalogTool, expected: int | None, done: dict[int, str]) -> None:
+    """Catalog the site's content in committed batches, then mark the
+    install complete."""
+    rebuild.catalog_in_batches(tool, site, done, expected)
+    tool._pgc_complete = True
+    transaction.commit()
 
 
 def import_catalog(context: Any) -> None:

@@ -44,6 +44,7 @@ from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.rebuild import catalog_tree
 from plone.pgcatalog.rebuild import cataloged_objects
+from plone.pgcatalog.rebuild import Progress
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.search import all_records
@@ -91,6 +92,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
     _pgc_indexes: tuple = ()  # IndexDef.to_data() dicts, in definition order
     _pgc_columns: tuple = ()
+    _pgc_complete = True  # False while an install catalogs the content in batches
+    _pgc_expected: int | None = None  # how many items that install expects
 
     manage_options = (
         Folder.manage_options[0],
@@ -156,8 +159,11 @@ class PGCatalogTool(UniqueObject, Folder):
             if each not in defs:
                 raise CatalogError(f"The index {each!r} does not exist")
         rows = list(cataloged_rows(self))
+        progress = Progress(f"reindexIndex {', '.join(names)}", len(rows))
         for path, obj in cataloged_objects(self, rows):
             self.catalog_object(obj, path, idxs=names, update_metadata=0)
+            progress.step()
+        progress.log(final=True)
 
     @security.protected(ManageZCatalogEntries)
     def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
@@ -306,18 +312,23 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def clearFindAndRebuild(self):
         """Empty the catalog, then catalog the site root and all content."""
+        progress = Progress("clearFindAndRebuild", len(self))
         self.manage_catalogClear()
         # every index and the metadata: full rows (which the commit writes
         # once, not after clearing them)
-        catalog_tree(self, aq_parent(aq_inner(self)))
+        catalog_tree(self, aq_parent(aq_inner(self)), progress)
+        progress.log(final=True)
 
     @security.protected(ManageZCatalogEntries)
     def refreshCatalog(self, clear=0, pghandler=None):
         rows = list(cataloged_rows(self))
+        progress = Progress("refreshCatalog", len(rows))
         if clear:
             self.manage_catalogClear()
         for path, obj in cataloged_objects(self, rows):
             self.catalog_object(obj, path)
+            progress.step()
+        progress.log(final=True)
 
     # -- reading ------------------------------------------------------------------
 
