@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 from zope.component.hooks import getSite
 
+import time
+
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
@@ -24,6 +26,7 @@ from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.positions import refresh_positions
+from plone.pgcatalog.report import note_statement
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import array_literal
@@ -39,7 +42,10 @@ def read(context: Any, sql: str, params: list, **options) -> list[tuple]:
     if pending is not None and pending.reordered:
         refresh_positions(context)  # folders reordered since: positions first
     sql, head = catalog_sql(sql, pending, site_path(context))
-    return fetch(context, sql, [*head, *params], **options)
+    started = time.perf_counter()
+    rows = fetch(context, sql, [*head, *params], **options)
+    note_statement(sql, [*head, *params], time.perf_counter() - started)
+    return rows
 
 
 def site_path(catalog: Any) -> str:

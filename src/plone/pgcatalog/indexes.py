@@ -172,6 +172,13 @@ class _TextIndexView(IndexView):
     def uniqueValues(self, name=None, withLengths=False):
         raise NotImplementedError  # as ZCTextIndex
 
+    def indexSize(self) -> int:
+        """How many distinct words the index holds (ZCTextIndex: its
+        lexicon's words in use)."""
+        expr = self._def.expression()
+        sql = f"SELECT count(DISTINCT w.lexeme) FROM {ROWS}, unnest({expr}) AS w WHERE {expr} IS NOT NULL"
+        return read(self._tool, sql, [])[0][0]
+
 
 class _GopipIndexView(IndexView):
     """ZCatalog's GopipIndex is a stub that stores and lists nothing."""

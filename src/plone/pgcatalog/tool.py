@@ -47,6 +47,9 @@ from plone.pgcatalog.rebuild import cataloged_objects
 from plone.pgcatalog.rebuild import Progress
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import index_ddl
+from plone.pgcatalog import report
+from plone.pgcatalog import zmi
+from plone.pgcatalog.report import searching
 from plone.pgcatalog.search import all_records
 from plone.pgcatalog.search import Catalog
 from plone.pgcatalog.search import search
@@ -95,13 +98,65 @@ class PGCatalogTool(UniqueObject, Folder):
     _pgc_complete = True  # False while an install catalogs the content in batches
     _pgc_expected: int | None = None  # how many items that install expects
 
+    # ZCatalog's management tabs (see plone.pgcatalog.zmi)
     manage_options = (
         Folder.manage_options[0],
+        {"label": "Catalog", "action": "manage_catalogView"},
+        {"label": "Indexes", "action": "manage_catalogIndexes"},
+        {"label": "Metadata", "action": "manage_catalogSchema"},
         {"label": "Advanced", "action": "manage_catalogAdvanced"},
+        {"label": "Query Report", "action": "manage_catalogReport"},
         *Folder.manage_options[1:],
     )
     security.declareProtected(ManageZCatalogEntries, "manage_catalogAdvanced")
     manage_catalogAdvanced = PageTemplateFile("www/catalogAdvanced.pt", globals())
+    _catalogView = PageTemplateFile("www/catalogView.pt", globals())
+    _catalogRecord = PageTemplateFile("www/catalogRecord.pt", globals())
+    _catalogIndexes = PageTemplateFile("www/catalogIndexes.pt", globals())
+    _catalogSchema = PageTemplateFile("www/catalogSchema.pt", globals())
+    _catalogReport = PageTemplateFile("www/catalogReport.pt", globals())
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogView(self, REQUEST=None, path: str = ""):
+        """The Catalog tab: records, by path."""
+        return self._catalogView(**zmi.records(self, path if isinstance(path, str) else ""))
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_objectInformation(self, rid, REQUEST=None):
+        """One record: its index entries and metadata."""
+        path = self.getpath(rid)
+        indexes = sorted(self.getIndexDataForRID(rid).items())
+        metadata = sorted(self.getMetadataForRID(rid).items())
+        return self._catalogRecord(rid=rid, path=path, indexes=indexes, metadata=metadata)
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogIndexes(self, REQUEST=None):
+        """The Indexes tab."""
+        return self._catalogIndexes(rows=zmi.index_rows(self))
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogSchema(self, REQUEST=None):
+        """The Metadata tab."""
+        return self._catalogSchema(columns=self.schema())
+
+    @security.protected(ManageZCatalogEntries)
+    def manage_catalogReport(self, REQUEST=None, explain: int | None = None):
+        """The Query Report tab: the slowest searches, one with its plan."""
+        found = report.entries()
+        rows = [
+            {
+                "key": e.key,
+                "count": e.count,
+                "mean": f"{e.mean * 1000:.1f}",
+                "slowest": f"{e.slowest * 1000:.1f}",
+            }
+            for e in found
+        ]
+        plan = planned = ""
+        position = int(explain) if isinstance(explain, (int, str)) and str(explain).isdigit() else -1
+        if 0 <= position < len(found):
+            plan, planned = report.explain(self, found[position]), found[position].key
+        return self._catalogReport(entries=rows, keep=report.KEEP, plan=plan, planned=planned)
 
     # -- registry ----------------------------------------------------------------
 
@@ -334,7 +389,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict (see :mod:`plone.pgcatalog.search`)."""
-        return search(self._as_searched(), query)
+        with searching(query):
+            return search(self._as_searched(), query)
 
     def _as_searched(self) -> Catalog:
         return Catalog(
