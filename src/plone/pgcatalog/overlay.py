@@ -45,11 +45,18 @@ SELECT p.zoid, {pending}
 )"""
 
 
-def _site_scope(site: str, column: str) -> tuple[str, list]:
-    """A site's rows: its own and those below it.  Written as ranges of
-    the C-collated path (the path index serves them), so several sites
-    can keep their catalogs in one database."""
-    return f"({column} = %s OR ({column} >= %s AND {column} < %s))", [site, site + "/", site + "0"]
+def _site_scope(site: str, column: str) -> str:
+    """A site's rows: its own and those below it, so that several sites
+    can keep their catalogs in one database.  Ranges of the C-collated
+    path, with the site's path as literals (Zope ids hold no quotes; they
+    are doubled all the same): the planner then knows, in generic plans
+    too, that they hold every row of a database with one site, and a
+    search's own indexes stay its way in."""
+    return f"({column} = {_literal(site)} OR ({column} >= {_literal(site + '/')} AND {column} < {_literal(site + '0')}))"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _overlay(pending: Pending, site: str) -> tuple[str, list]:
@@ -58,25 +65,17 @@ def _overlay(pending: Pending, site: str) -> tuple[str, list]:
     ``idx`` is then an expression, which the expression indexes no longer
     match: such searches scan the table."""
     committed = {c: row.committed_sql(c, "o", pending.cleared) for c in row.COLUMNS}
-    committed_scope, committed_params = _site_scope(site, "o.path") if site else ("", [])
     sql = _OVERLAY.format(
         name=CATALOG_ROWS,
-        committed_scope=f" AND {committed_scope}" if site else "",
-        pending_scope=" WHERE starts_with(p.path || '/', %s)" if site else "",
+        committed_scope=f" AND {_site_scope(site, 'o.path')}" if site else "",
+        pending_scope=f" WHERE starts_with(p.path || '/', {_literal(site + '/')})" if site else "",
         committed=", ".join(f"{committed[c]} AS {c.name}" for c in row.COLUMNS),
         pending=", ".join(row.pending_sql(c, committed[c]) for c in row.COLUMNS),
         fields=row.record_columns_sql(),
     )
     records = orjson.dumps([row.record(zoid, r) for zoid, r in pending.rows.items()]).decode()
     emptied = None if pending.emptied is None else pending.emptied + "/"
-    params = [
-        emptied,
-        emptied,
-        array_literal(pending.rows),
-        array_literal(pending.removed),
-        *committed_params,
-    ]
-    return sql, [*params, records, *([site + "/"] if site else [])]
+    return sql, [emptied, emptied, array_literal(pending.rows), array_literal(pending.removed), records]
 
 
 def has_changes(pending: Pending | None) -> bool:
@@ -88,8 +87,10 @@ def catalog_sql(sql: str, pending: Pending | None, site: str = "") -> tuple[str,
     the rows this transaction sees of the site at path *site* (all, with
     none); and the parameters that go before its own."""
     if not has_changes(pending):
-        scope, params = _site_scope(site, "path") if site else ("", [])
-        head = _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {scope}" if site else "")
+        head, params = (
+            _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {_site_scope(site, 'path')}" if site else ""),
+            [],
+        )
     else:
         head, params = _overlay(pending, site)
     if sql.startswith("WITH "):
