@@ -113,6 +113,43 @@ class RoundTripTest(unittest.TestCase):
         self.assertEqual(findable(self.site), before)
 
 
+class TwoSitesTest(unittest.TestCase):
+    """Two sites keep their catalogs in one database: each finds, counts
+    and clears only its own rows."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    def test_each_site_its_own_rows(self):
+        app = self.layer["app"]
+        login(app, SITE_OWNER_NAME)
+        plone, zplone = app.plone, app.zplone
+        build_content(plone, seed=3, count=12)
+        build_content(zplone, seed=4, count=15)
+        transaction.commit()
+        get_installer(zplone, self.layer["request"]).install_product("plone.pgcatalog")
+        transaction.commit()
+        for site in (plone, zplone):
+            setSite(site)
+            catalog = site.portal_catalog
+            root = "/".join(site.getPhysicalPath())
+            everything = catalog.searchAll()
+            self.assertGreater(len(everything), 12)
+            self.assertTrue(
+                all(b.getPath() == root or b.getPath().startswith(root + "/") for b in everything)
+            )
+            self.assertEqual(len(catalog), len(everything))
+            self.assertEqual(len(catalog.unrestrictedSearchResults(path=root)), len(everything))
+            self.assertEqual(len(catalog.unrestrictedSearchResults(path="/")), len(everything))
+        counts = {site.getId(): len(site.portal_catalog) for site in (plone, zplone)}
+        self.assertNotEqual(counts["plone"], counts["zplone"])
+        setSite(zplone)
+        zplone.portal_catalog.manage_catalogClear()
+        transaction.commit()
+        self.assertEqual(len(zplone.portal_catalog), 0)
+        setSite(plone)
+        self.assertEqual(len(plone.portal_catalog), counts["plone"])  # untouched
+
+
 class DropSchemaTest(unittest.TestCase):
     """The drop on a database of its own: the storage keeps working."""
 
