@@ -866,5 +866,13 @@ class ExplicitCases(FuzzCase):
                 {"sort_on": ["id"], "sort_order": ("ascending", "reverse")},
                 # huge batch numbers add up as Python's integers
                 {"portal_type": "Document", "sort_on": "portal_type", "b_start": -(2**63), "b_size": 2**64},
+                # a depth below -1 at the site or above finds no set at all:
+                # nothing, and the union of every level fails on it
+                {"path": {"query": Path(tail=""), "depth": -2}},
+                {"path": {"query": Path(tail=""), "depth": -2, "level": -1}},
+                {"path": {"query": Path(tail="/item-005"), "depth": -2}},
+                # navtree_start counts only in navigation trees
+                {"path": {"query": Path(tail=""), "navtree_start": float("inf")}},
+                {"path": {"query": Path(tail=""), "navtree_start": None}},
             ]
         )

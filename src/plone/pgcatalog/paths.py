@@ -109,6 +109,14 @@ def search(
         if not isinstance(path, str):
             raise TypeError(f"index 'path': {path!r} is not a path")
     comps = [part for part in path.split("/") if part]
+    within = comps == list(catalog_path[: len(comps)])  # the catalog's site or above
+    if depth < -1 and not navtree and within:
+        # ExtendedPathIndex leaves such a search with no set at all: the
+        # result is empty, and the union over every level fails on it
+        if level < 0:
+            raise TypeError("'NoneType' object is not iterable")
+        if level == 0:
+            return NOTHING, []
     if level < 0:
         return _any_level(comps, depth, navtree)
     if navtree and depth == -1:
@@ -211,7 +219,8 @@ def path_condition(keys: list, options: dict, catalog_path: Sequence[str]) -> tu
     level = _int(options.get("level", 0), "level")
     depth = _int(options.get("depth", -1), "depth")
     navtree = bool(options.get("navtree", 0))
-    navtree_start = _int(options.get("navtree_start", 0), "navtree_start")
+    # ExtendedPathIndex reads navtree_start only for navigation trees
+    navtree_start = _int(options.get("navtree_start", 0), "navtree_start") if navtree else 0
     catalog_path = [part for part in catalog_path if part]
     parts = [search(key, level, depth, navtree, navtree_start, catalog_path) for key in keys]
     sql, params = _and(*parts) if options.get("operator") == "and" else _or(parts)
