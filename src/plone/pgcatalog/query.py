@@ -320,6 +320,17 @@ def _bounds(index: r.IndexDef, values: list, spec: str) -> tuple:
     return (None if lo is BELOW else lo), (None if hi is ABOVE else hi)
 
 
+def _range_bounds(index: r.IndexDef, q: IndexQuery, spec: str) -> tuple:
+    """``(lo, hi)`` of a range query (see :func:`_bounds`); without keys,
+    UnIndex ranges over every key but the excluded ones, unless only
+    ``min()`` of no keys fails first."""
+    if q.keys:
+        return _bounds(index, q.keys, spec)
+    if not q.get("not") and ("min" in spec or "max" in spec):
+        min(q.keys)  # raises, as UnIndex's min() of no keys
+    return None, None
+
+
 def _bound_key(index: r.IndexDef, bound):
     """The key a range bound compares as, or the error its BTree gives."""
     text_keys = index.sql_type == "text" or index.kind == r.KEYWORD and index.value_type == r.TEXT_VALUE
@@ -356,13 +367,7 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
             raise Nothing
         return [f"{expr} = %s{cast}"], [bool(q.keys[0])]
     if range_:
-        spec = str(range_)
-        if q.keys:
-            lo, hi = _bounds(index, q.keys, spec)
-        elif not q.get("not") and ("min" in spec or "max" in spec):
-            min(q.keys)  # raises, as UnIndex's min() of no keys
-        else:
-            lo = hi = None  # UnIndex ranges over every key (but the excluded)
+        lo, hi = _range_bounds(index, q, str(range_))
         if lo is not None:
             where.append(f"{expr} >= %s{cast}")
             params.append(_param(sql_type, lo))
@@ -493,13 +498,7 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     """UnIndex's range over keywords: with ``or``, rows holding a keyword in
     the range; with ``and``, rows holding every keyword of the catalog that
     lies in the range (none there: no rows)."""
-    spec = str(q.get("range"))
-    if q.keys:
-        low, high = _bounds(index, q.keys, spec)
-    elif not q.get("not") and ("min" in spec or "max" in spec):
-        min(q.keys)  # raises, as UnIndex's min() of no keys
-    else:
-        low = high = None  # UnIndex ranges over every key (but the excluded)
+    low, high = _range_bounds(index, q, str(q.get("range")))
     bounds = [v for v in (low, high) if v is not None]
     textual = all(isinstance(v, str) for v in bounds)
     if textual:

@@ -33,6 +33,7 @@ __all__ = [
     "catalog_in_batches",
     "catalog_tree",
     "catalogable",
+    "content",
     "cataloged_objects",
     "descendants",
     "prefetch",
@@ -112,13 +113,20 @@ class Progress:
         logger.info(message)
 
 
-def catalog_tree(catalog: Any, obj: Any, progress: Progress | None = None) -> None:
-    """Catalog *obj* and all content below it, each as a full row."""
+def content(obj: Any) -> Iterator[tuple[str, Any]]:
+    """``(path, object)`` of *obj* and everything below it that
+    ``clearFindAndRebuild`` catalogs, in its order."""
     for item in chain((obj,), descendants(obj)):
         if catalogable(item):
-            catalog.catalog_object(item, "/".join(item.getPhysicalPath()))
-            if progress is not None:
-                progress.step()
+            yield "/".join(item.getPhysicalPath()), item
+
+
+def catalog_tree(catalog: Any, obj: Any, progress: Progress | None = None) -> None:
+    """Catalog *obj* and all content below it, each as a full row."""
+    for path, item in content(obj):
+        catalog.catalog_object(item, path)
+        if progress is not None:
+            progress.step()
 
 
 def catalog_in_batches(
@@ -135,10 +143,7 @@ def catalog_in_batches(
     progress.done = len(done)
     jar = getattr(aq_base(catalog), "_p_jar", None)
     batch = 0
-    for item in chain((site,), descendants(site)):
-        if not catalogable(item):
-            continue
-        path = "/".join(item.getPhysicalPath())
+    for path, item in content(site):
         if done.get(zoid_of(item)) == path:
             continue
         catalog.catalog_object(item, path)

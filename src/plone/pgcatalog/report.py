@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from plone.pgcatalog.connection import fetch
 from typing import Any
 
 import threading
@@ -108,8 +109,6 @@ def clear() -> None:
 
 def explain(context: Any, entry: Entry) -> str:
     """PostgreSQL's plan of *entry*'s slowest statement (not run again)."""
-    from plone.pgcatalog.connection import fetch
-
     if not entry.sql:
         return ""
     return "\n".join(line for (line,) in fetch(context, f"EXPLAIN {entry.sql}", list(entry.params)))

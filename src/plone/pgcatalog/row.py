@@ -270,7 +270,7 @@ def committed_sql(column: Column, alias: str, cleared: Mapping[str, str | None])
     keys = _cleared_keys(column, cleared) if column.merge is Merge.KEYS else []
     if not keys:
         return stored
-    without = f"{stored} - ARRAY[{', '.join(map(_literal, keys))}]"
+    without = f"{stored} - ARRAY[{', '.join(map(name_literal, keys))}]"
     return f"NULLIF({without}, '{{}}')" if column.empty_is_null else f"({without})"
 
 
@@ -291,7 +291,7 @@ def clear_index_sql(name: str, column: str | None) -> str:
     """Drop the committed rows' values of index *name*, kept in its own
     *column* if it has one (ZCatalog's ``index.clear()``), except in the
     rows given as the one parameter (an array of zoids)."""
-    key = _literal(name)
+    key = name_literal(name)
     sets, found = [], []
     for c in COLUMNS:
         if c.merge is Merge.IF_CARRIED and c.name == column:
@@ -305,7 +305,3 @@ def clear_index_sql(name: str, column: str | None) -> str:
         f"UPDATE object_state SET {', '.join(sets)} "
         f"WHERE ({' OR '.join(found)}) AND NOT (zoid = ANY(%s::bigint[]))"
     )
-
-
-def _literal(name: str) -> str:
-    return name_literal(name)

@@ -16,6 +16,7 @@ from typing import Any
 from plone.pgcatalog.row import column_ddl
 
 import hashlib
+import psycopg
 import re
 
 
@@ -24,6 +25,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "schema_version",
     "CATALOGED",
+    "HAS_CATALOG_COLUMNS",
     "catalog_installed",
     "CATALOG_ROWS",
     "FOLD_TEXT_STATISTICS",
@@ -195,14 +197,14 @@ def schema_version(cursor: Any) -> int | None:
     return row[0] if row else 1
 
 
+HAS_CATALOG_COLUMNS = (
+    "SELECT count(*) > 0 FROM pg_attribute WHERE attrelid = to_regclass('object_state') "
+    "AND attname = 'idx' AND NOT attisdropped"
+)
+"""Whether ``object_state`` exists and has the catalog's columns."""
+
+
 def catalog_installed(dsn: str) -> bool:
     """Whether the database at *dsn* has the catalog's columns."""
-    import psycopg
-
     with psycopg.connect(dsn) as conn:
-        return bool(
-            conn.execute(
-                "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass('object_state') "
-                "AND attname = 'idx' AND NOT attisdropped"
-            ).fetchone()[0]
-        )
+        return conn.execute(HAS_CATALOG_COLUMNS).fetchone()[0]

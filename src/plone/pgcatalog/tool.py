@@ -153,7 +153,10 @@ class PGCatalogTool(UniqueObject, Folder):
             for e in found
         ]
         plan = planned = ""
-        position = int(explain) if isinstance(explain, (int, str)) and str(explain).isdigit() else -1
+        try:
+            position = int(explain)
+        except (TypeError, ValueError):
+            position = -1
         if 0 <= position < len(found):
             plan, planned = report.explain(self, found[position]), found[position].key
         return self._catalogReport(entries=rows, keep=report.KEEP, plan=plan, planned=planned)

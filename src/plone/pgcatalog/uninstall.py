@@ -21,6 +21,7 @@ from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.processor import retire_processor
+from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool
@@ -130,13 +131,8 @@ def drop_catalog_schema(dsn: str, lock_timeout: str = "10s") -> bool:
     dropping columns waits for the transactions that read the table, for
     at most *lock_timeout*."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if conn.execute("SELECT to_regclass('object_state') IS NULL").fetchone()[0]:
-            return False
-        if not conn.execute(
-            "SELECT count(*) FROM pg_attribute WHERE attrelid = 'object_state'::regclass "
-            "AND attname = 'idx' AND NOT attisdropped"
-        ).fetchone()[0]:
-            return False  # dropped before
+        if not conn.execute(HAS_CATALOG_COLUMNS).fetchone()[0]:
+            return False  # no table, or dropped before
         if conn.execute(_LEFT).fetchone()[0]:
             logger.info("plone.pgcatalog: other sites keep their catalog in this database: its columns stay")
             return False

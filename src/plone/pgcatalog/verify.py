@@ -17,13 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
 from itertools import batched
-from itertools import chain
 from plone.pgcatalog import row
 from plone.pgcatalog.database import cataloged_rows
 from plone.pgcatalog.database import read
 from plone.pgcatalog.extraction import catalog_row
 from plone.pgcatalog.rebuild import catalogable
-from plone.pgcatalog.rebuild import descendants
+from plone.pgcatalog.rebuild import content
 from plone.pgcatalog.rebuild import zoid_of
 from plone.pgcatalog.values import parsed_metadata
 from typing import Any
@@ -84,10 +83,8 @@ class Report:
 
 def _content(catalog: Any) -> Iterator[tuple[int | None, str, Any]]:
     """``(zoid, path, object)`` of what ``clearFindAndRebuild`` catalogs."""
-    site = aq_parent(aq_inner(catalog))
-    for obj in chain((site,), descendants(site)):
-        if catalogable(obj):
-            yield zoid_of(obj), "/".join(obj.getPhysicalPath()), obj
+    for path, obj in content(aq_parent(aq_inner(catalog))):
+        yield zoid_of(obj), path, obj
 
 
 def verify(catalog: Any, values: bool = True, batch: int = BATCH) -> Report:
@@ -148,19 +145,19 @@ def repair(catalog: Any, report: Report | None = None, batch: int = BATCH) -> Re
         report = verify(catalog, batch=batch)
     root = catalog.getPhysicalRoot()
     recatalog = sorted({*report.missing, *report.misplaced, *report.stale})
-    # a row left at a path where another object now lives: that object is
-    # cataloged in the same transaction, which keeps its own row
-    live = {path for _, path, _ in _content(catalog)} if report.orphaned else set()
     work = [("uncatalog", path) for path in report.orphaned] + [("catalog", path) for path in recatalog]
     done = 0
     for chunk in batched(work, batch):
         for action, path in chunk:
+            obj = root.unrestrictedTraverse(path, None)
+            if obj is not None and "/".join(obj.getPhysicalPath()) != path:
+                obj = None  # found by acquisition, not there
             if action == "uncatalog":
                 catalog.uncatalog_object(path)
-                if path in live:
-                    catalog.catalog_object(root.unrestrictedTraverse(path), path)
-                continue
-            obj = root.unrestrictedTraverse(path, None)
+                if obj is None or not catalogable(obj):
+                    continue
+                # another object lives there now: cataloged in the same
+                # transaction, it keeps its own row
             if obj is not None:
                 catalog.catalog_object(obj, path)
         transaction.commit()
