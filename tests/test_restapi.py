@@ -222,7 +222,17 @@ class QuerystringSearchTest(RestCase):
             {"query": [{"i": "portal_type", "o": SELECTION, "v": ["Folder"]}], "sort_on": "no_such_index"},
         ):
             with self.subTest(body=body):
-                status, answer = self.assertSame("POST", "/@querystring-search", body)
+                if body.get("sort_on") in (None, "no_such_index"):
+                    # unsorted: ZCatalog's order is that of its record ids,
+                    # sequential from a random start that a new connection
+                    # draws again: the same records, in any order
+                    (zstatus, expected), (status, answer) = self.both("POST", "/@querystring-search", body)
+                    self.assertEqual(zstatus, status)
+                    for each in (expected, answer):
+                        each["items"].sort(key=lambda item: item["@id"])
+                    self.assertEqual(expected, answer)
+                else:
+                    status, answer = self.assertSame("POST", "/@querystring-search", body)
                 self.assertEqual(status, "200 OK")
                 self.assertGreater(answer["items_total"], 0)
 

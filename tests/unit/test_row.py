@@ -90,9 +90,10 @@ class ColumnTableTest(unittest.TestCase):
             self.assertEqual(extra["typed_state"], "%(typed_state)s::text")
             self.assertIn("typed_state = %(typed_state)s::text", row.full_update_sql())
             self.assertIn(
-                "typed_state = CASE WHEN %(has_typed_state)s THEN %(typed_state)s::text ELSE typed_state END",
+                "typed_state = CASE WHEN p.has_typed_state THEN p.typed_state ELSE o.typed_state END",
                 row.partial_update_sql(),
             )
+            self.assertIn("typed_state text, has_typed_state boolean", row.partial_update_sql())
             self.assertIn("typed_state = NULL", row.clear_all_sql())
             carried = CatalogRow("/plone/a", partial=True, own={"typed_state": "published"})
             params = row.sql_params(carried)
@@ -107,13 +108,19 @@ class ColumnTableTest(unittest.TestCase):
 
     def test_partial_update_merges_as_python_does(self):
         sql = row.partial_update_sql()
-        self.assertIn("idx = jsonb_strip_nulls(COALESCE(idx, '{}'::jsonb) || %(idx)s::jsonb)", sql)
+        self.assertIn("idx = jsonb_strip_nulls(COALESCE(o.idx, '{}'::jsonb) || p.idx)", sql)
         self.assertIn(
-            "word_counts = NULLIF(jsonb_strip_nulls(COALESCE(word_counts, '{}'::jsonb) || %(word_counts)s::jsonb), '{}')",
+            "word_counts = NULLIF(jsonb_strip_nulls(COALESCE(o.word_counts, '{}'::jsonb) || p.word_counts), '{}')",
             sql,
         )
-        self.assertIn("meta = COALESCE(%(meta)s::text, meta)", sql)
-        self.assertIn("path = %(path)s::text", sql)
+        self.assertIn("meta = COALESCE(p.meta, o.meta)", sql)
+        self.assertIn("path = p.path", sql)
+        # metadata travels as its JSON text; what a partial row leaves alone, as null
+        partial = CatalogRow("/plone/a", {"Title": "A"}, meta={"Title": "A\x00"}, partial=True)
+        (records,) = row.partial_update_params({7: partial})
+        (record,) = orjson.loads(records)
+        self.assertEqual(orjson.loads(record["meta"]), {"Title": "A\x00"})
+        self.assertEqual((record["idx"], record["has_searchable_text"]), ({"Title": "A"}, False))
 
     def test_clearing_sql(self):
         self.assertEqual(

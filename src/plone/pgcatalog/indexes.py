@@ -443,14 +443,17 @@ def index_entries(tool: Any, rid: int) -> dict | None:
     # keyword lists kept in a column of their own (object_provides)
     own = [d for d in defs.values() if d.kind != r.TEXT and d.column is not None]
     columns = "".join(f", {d.column}" for d in own)
-    rows = select(tool, f"path, idx{columns}{words}", f"zoid = %s AND {CATALOGED}", [rid])
+    rows = select(tool, f"path, idx, word_counts{columns}{words}", f"zoid = %s AND {CATALOGED}", [rid])
     if not rows:
         return None
-    path, idx, *rest = rows[0]
+    path, idx, counts, *rest = rows[0]
     idx = {
         **idx,
         **{d.name: value for d, value in zip(own, rest[: len(own)], strict=True) if value is not None},
     }
     by_text = dict(zip((d.name for d in texts), rest[len(own) :], strict=True))
+    for name in counts or ():
+        if by_text.get(name) is None:
+            by_text[name] = []  # a text without words: indexed, as ZCTextIndex holds it
     entries = {name: index_entry(d, idx, path, by_text.get(name), _MISSING) for name, d in defs.items()}
     return {name: entry for name, entry in entries.items() if entry is not _MISSING}

@@ -38,6 +38,8 @@ class Pending:
     emptied: str | None = None  # manage_catalogClear: the site whose rows go first
     cleared: dict[str, str | None] = field(default_factory=dict)  # reconfigured index -> its own column
     reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
+    moving: dict = field(default_factory=dict)  # zoid -> (old path, moves.Plan), below a moving folder
+    moved: dict = field(default_factory=dict)  # zoid -> moves.Plan of its queued reindex
 
     def catalog(self, zoid: int, row: CatalogRow) -> None:
         earlier = self.rows.get(zoid)
@@ -49,7 +51,8 @@ class Pending:
 
     def uncatalog(self, path: str) -> None:
         for zoid in [z for z, row in self.rows.items() if row.path == path]:
-            del self.rows[zoid]
+            if zoid not in self.moving and zoid not in self.moved:
+                del self.rows[zoid]  # (below a moving folder, its row moves instead)
         self.removed[path] = True
 
     def clear_index(self, name: str, column: str | None) -> None:
@@ -69,12 +72,14 @@ class Pending:
             self.emptied,
             dict(self.cleared),
             dict(self.reordered),
+            dict(self.moving),
+            dict(self.moved),
         )
 
     def restore(self, other: Pending) -> None:
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
         self.ddl, self.emptied, self.cleared = list(other.ddl), other.emptied, dict(other.cleared)
-        self.reordered = dict(other.reordered)
+        self.reordered, self.moving, self.moved = dict(other.reordered), dict(other.moving), dict(other.moved)
 
     def clear(self, site: str) -> None:
         """Forget everything: the catalog rows of the site at path *site*

@@ -92,10 +92,11 @@ class CatalogStateProcessor:
                 (pending.emptied + "/", array_literal(rewritten)),
             )
         full = [(z, r) for z, r in pending.rows.items() if not r.partial and z not in pending.written]
-        partial = [(z, r) for z, r in pending.rows.items() if r.partial]
-        for sql, rows in ((row.full_update_sql(), full), (row.partial_update_sql(), partial)):
-            if rows:
-                cursor.executemany(sql, [{**row.sql_params(r), "zoid": z} for z, r in rows])
+        if full:
+            cursor.executemany(row.full_update_sql(), [{**row.sql_params(r), "zoid": z} for z, r in full])
+        partial = {z: r for z, r in pending.rows.items() if r.partial}
+        if partial:  # a workflow change's, or the rows below a moved folder (see moves)
+            cursor.execute(row.partial_update_sql(), row.partial_update_params(partial))
         if pending.removed:
             cursor.execute(
                 f"UPDATE object_state SET {row.clear_all_sql()} WHERE path = ANY(%s::text[]) AND NOT (zoid = ANY(%s::bigint[]))",

@@ -40,6 +40,7 @@ __all__ = [
     "merged_sql",
     "own_columns",
     "partial_update_sql",
+    "partial_update_params",
     "pending_sql",
     "record",
     "record_columns_sql",
@@ -177,23 +178,27 @@ def sql_params(row: CatalogRow) -> dict[str, Any]:
     return params
 
 
-def record(zoid: int, row: CatalogRow) -> dict[str, Any]:
-    """*row* as one JSON record of the pending rows a search lays over the
-    committed ones (:func:`record_columns_sql` declares its fields)."""
+def record(zoid: int, row: CatalogRow, written: bool = False) -> dict[str, Any]:
+    """*row* as one JSON record: of the pending rows a search lays over the
+    committed ones, or, *written*, of the partial rows a commit merges
+    (with every column; :func:`record_columns_sql` declares its fields)."""
     fields = {"zoid": zoid, "partial": row.partial}
     for column in COLUMNS:
-        if column.overlaid:
-            fields[column.name] = _encode(column, row.value(column), row.partial)
+        if column.overlaid or written:
+            value = _encode(column, row.value(column), row.partial)
+            if column.json and column.sql_type != "jsonb" and value is not None:
+                value = orjson.dumps(value).decode()  # JSON kept as text
+            fields[column.name] = value
             if column.merge is Merge.IF_CARRIED:
                 fields[f"has_{column.name}"] = row.carries(column)
     return fields
 
 
-def record_columns_sql() -> str:
+def record_columns_sql(written: bool = False) -> str:
     """The fields of a :func:`record`, for ``jsonb_to_recordset``."""
     fields = ["zoid bigint", "partial boolean"]
     for column in COLUMNS:
-        if column.overlaid:
+        if column.overlaid or written:
             fields.append(f"{column.name} {column.sql_type}")
             if column.merge is Merge.IF_CARRIED:
                 fields.append(f"has_{column.name} boolean")
@@ -241,9 +246,21 @@ def full_update_sql() -> str:
 
 
 def partial_update_sql() -> str:
-    """Merge a partial row into the stored one (:func:`sql_params`, ``zoid``)."""
-    sets = ", ".join(f"{c.name} = {merged_sql(c, c.name, _param(c), f'%(has_{c.name})s')}" for c in COLUMNS)
-    return f"UPDATE object_state SET {sets} WHERE zoid = %(zoid)s"
+    """Merge partial rows into the stored ones, all in one statement (a
+    partial reindex of a workflow change, the rows below a moved folder);
+    the one parameter is :func:`partial_update_params`."""
+    sets = ", ".join(
+        f"{c.name} = {merged_sql(c, f'o.{c.name}', f'p.{c.name}', f'p.has_{c.name}')}" for c in COLUMNS
+    )
+    return (
+        f"UPDATE object_state o SET {sets} "
+        f"FROM jsonb_to_recordset(%s::jsonb) AS p({record_columns_sql(written=True)}) WHERE o.zoid = p.zoid"
+    )
+
+
+def partial_update_params(rows: Mapping[int, CatalogRow]) -> list[str]:
+    """The parameter of :func:`partial_update_sql`: partial *rows* by zoid."""
+    return [orjson.dumps([record(zoid, r, written=True) for zoid, r in rows.items()]).decode()]
 
 
 def clear_all_sql() -> str:

@@ -37,6 +37,8 @@ from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import lexicons
+from plone.pgcatalog.moves import merged_with_move
+from plone.pgcatalog.moves import moved_descendant
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
@@ -298,7 +300,16 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.private
     def indexObject(self, object, idxs=None):
-        self.reindexObject(object, idxs or [])
+        """CMFPlone's: a full reindex, which marks the object modified; an
+        object below a folder that just moved only has what the move
+        changes reindexed (see :mod:`plone.pgcatalog.moves`)."""
+        plan = None if idxs else moved_descendant(object)
+        if plan is None:
+            self.reindexObject(object, idxs or [])
+            return
+        if hasattr(aq_base(object), "notifyModified"):
+            object.notifyModified()
+        self.reindexObject(object, list(plan.idxs))
 
     @security.private
     def unindexObject(self, object):
@@ -326,6 +337,8 @@ class PGCatalogTool(UniqueObject, Folder):
     def _reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
         if uid is None:
             uid = "/".join(object.getPhysicalPath())
+        if merged_with_move(object, idxs, update_metadata):
+            idxs, update_metadata = [], 1
         if idxs:
             # CMFCore: names that are no index go; none left means every index
             idxs = [name for name in idxs if name in r.index_defs(self)]

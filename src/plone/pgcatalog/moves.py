@@ -1,0 +1,181 @@
+"""Folder moves and renames: the rows below follow in one statement.
+
+When a folder is moved or renamed, OFS tells every object below it that it
+moved, and CMFPlone catalogs each of them again in full: every indexer, the
+text of every page, every metadata column.  Yet what a descendant holds
+does not change with its place, except its path, what it acquires from the
+folder's new parent, and what CMFPlone's reindex itself changes (it marks
+the object modified).  So the folder itself is cataloged again in full, and
+each object below it has reindexed only:
+
+- its path;
+- ``modified``, ``Date`` and ``Creator``, which marking it modified changes
+  (``notifyModified`` sets the date and adds the user to the creators),
+  and its metadata;
+- ``allowedRolesAndUsers``, when the old and the new parent differ in the
+  roles that may view what they contain or in the local roles they pass
+  down (a rename keeps the parent, so it never does);
+- every index that Plone does not define itself: an add-on's indexer may
+  read the object's place.
+
+These partial rows are merged into the stored ones at commit, all in one
+statement (:func:`plone.pgcatalog.row.partial_update_sql`).  An object
+below the folder that the catalog does not hold at its old path is
+cataloged in full, as ZCatalog would catalog it; and when CMFCore's queue
+merges the move's reindex with another one of the same object (an edit
+after the move, in the same transaction), the object is cataloged in full,
+as ZCatalog then does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from AccessControl.PermissionRole import rolesForPermissionOn
+from Acquisition import aq_base
+from dataclasses import dataclass
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.database import select
+from plone.pgcatalog.interfaces import IPGCatalogTool
+from plone.pgcatalog.pending import get_pending
+from Products.CMFCore.indexing import processQueue
+from Products.CMFCore.utils import _mergedLocalRoles
+from Products.CMFCore.utils import getToolByName
+from weakref import WeakKeyDictionary
+
+
+__all__ = [
+    "LOCATION_FREE_INDEXES",
+    "Plan",
+    "merged_with_move",
+    "moved_descendant",
+    "will_be_moved",
+]
+
+
+LOCATION_FREE_INDEXES = frozenset(
+    """Description SearchableText Subject Title Type UID created effective effectiveRange end
+    expires getId getObjPositionInParent getRawRelatedItems id in_reply_to is_default_page
+    is_folderish exclude_from_nav object_provides portal_type review_state sortable_title start
+    mime_type meta_type getIcon cmf_uid sync_uid commentators total_comments
+    last_comment_date""".split()
+)
+"""Plone's own indexes whose value for an object below a moved folder
+changes neither with the folder's place nor with ``notifyModified``
+(``getObjPositionInParent`` and ``is_default_page`` read the object's own
+container, which moves with it)."""
+
+SECURITY_INDEX = "allowedRolesAndUsers"
+# CMFPlone's allowedRolesAndUsers reads the roles of one of these (6.2:
+# "Access contents information", before: "View")
+_PERMISSIONS = ("View", "Access contents information")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a descendant of one moved folder has reindexed."""
+
+    idxs: tuple[str, ...]  # the path indexes, and what else must follow
+    cataloged: dict[int, str]  # zoid -> path, of the rows below the folder
+
+
+_plans: WeakKeyDictionary = WeakKeyDictionary()  # move event -> Plan
+
+
+def will_be_moved(ob: Any, event: Any) -> None:
+    """(any object, IObjectWillBeMovedEvent): note each object below a
+    folder about to move (or be renamed) with the plan of its reindex.
+
+    Registered for any object, this runs for the folder before OFS hands
+    the event down to what it contains (the more general subscribers come
+    first), and for each of those before CMFCore queues its uncatalog."""
+    if event.oldParent is None or event.newParent is None:
+        return  # an addition or a deletion
+    if ob is event.object:
+        if getattr(aq_base(ob), "objectIds", None) is not None:
+            _plan_for(ob, event)
+        return
+    plan = _plan_for(ob, event)
+    oid = getattr(aq_base(ob), "_p_oid", None)
+    if plan is not None and oid is not None:
+        pending = get_pending(create=True)
+        pending.moving[int.from_bytes(oid, "big")] = ("/".join(ob.getPhysicalPath()), plan)
+
+
+def _plan_for(ob: Any, event: Any) -> Plan | None:
+    """The plan of *event*'s move, made once."""
+    if event in _plans:
+        return _plans[event]
+    catalog = getToolByName(ob, "portal_catalog", None)
+    plan = None
+    if catalog is not None and IPGCatalogTool.providedBy(catalog):
+        # what is queued for objects below goes in first, at their old
+        # paths: the move then only moves their rows
+        processQueue()
+        plan = _plan(catalog, event)
+    _plans[event] = plan
+    return plan
+
+
+def _plan(catalog: Any, event: Any) -> Plan | None:
+    defs = r.index_defs(catalog)
+    paths = [name for name, index in defs.items() if index.kind == r.PATH]
+    if not paths:
+        return None
+    follow = [name for name in defs if name not in LOCATION_FREE_INDEXES and name not in paths]
+    if SECURITY_INDEX in follow and _same_security(event.oldParent, event.newParent):
+        follow.remove(SECURITY_INDEX)
+    folder = "/".join(event.object.getPhysicalPath())
+    rows = select(catalog, "zoid, path", "starts_with(path, %s)", [folder + "/"])
+    return Plan(tuple(paths + follow), dict(rows))
+
+
+def _same_security(old: Any, new: Any) -> bool:
+    return aq_base(old) is aq_base(new) or _passed_down(old) == _passed_down(new)
+
+
+def _passed_down(parent: Any) -> tuple:
+    """What *parent* passes down to what it contains, for
+    ``allowedRolesAndUsers``: the roles with the permissions it reads, and
+    the local roles (borg.localrole's, with their providers)."""
+    roles = tuple(tuple(sorted(rolesForPermissionOn(p, parent))) for p in _PERMISSIONS)
+    acl_users = getToolByName(parent, "acl_users", None)
+    if hasattr(aq_base(acl_users), "_getAllLocalRoles"):
+        local = acl_users._getAllLocalRoles(parent)
+    else:
+        local = _mergedLocalRoles(parent)
+    return roles, tuple(sorted((user, tuple(sorted(granted))) for user, granted in local.items()))
+
+
+def moved_descendant(obj: Any) -> Plan | None:
+    """The plan of *obj*'s reindex, when it is an object below a folder
+    that just moved and the catalog holds it at its old path; None when
+    it is to be cataloged in full.  A plan is used once: by the index that
+    CMFCore asks for when the object hears that it moved."""
+    pending = get_pending()
+    oid = getattr(aq_base(obj), "_p_oid", None)
+    if pending is None or not pending.moving or oid is None:
+        return None
+    zoid = int.from_bytes(oid, "big")
+    noted = pending.moving.pop(zoid, None)
+    if noted is None:
+        return None
+    old_path, plan = noted
+    if plan.cataloged.get(zoid) != old_path or "/".join(obj.getPhysicalPath()) == old_path:
+        return None
+    pending.moved[zoid] = plan
+    return plan
+
+
+def merged_with_move(obj: Any, idxs: list[str] | None, update_metadata: Any) -> bool:
+    """Whether CMFCore's queue merged the reindex of a move
+    (:func:`moved_descendant`) with another reindex of *obj*: ZCatalog then
+    catalogs the object in full (its move queued a full index)."""
+    pending = get_pending()
+    oid = getattr(aq_base(obj), "_p_oid", None)
+    if pending is None or not pending.moved or oid is None:
+        return False
+    plan = pending.moved.pop(int.from_bytes(oid, "big"), None)
+    if plan is None:
+        return False
+    return set(idxs or ()) != set(plan.idxs) or not update_metadata
