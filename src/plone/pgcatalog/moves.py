@@ -126,7 +126,8 @@ def _plan(catalog: Any, event: Any) -> Plan | None:
     if SECURITY_INDEX in follow and _same_security(event.oldParent, event.newParent):
         follow.remove(SECURITY_INDEX)
     folder = "/".join(event.object.getPhysicalPath())
-    rows = select(catalog, "zoid, path", "starts_with(path, %s)", [folder + "/"])
+    # a range of the C-collated path: the path index finds it
+    rows = select(catalog, "zoid, path", "path >= %s AND path < %s", [folder + "/", folder + "0"])
     return Plan(tuple(paths + follow), dict(rows))
 
 
@@ -161,8 +162,10 @@ def moved_descendant(obj: Any) -> Plan | None:
     if noted is None:
         return None
     old_path, plan = noted
-    if plan.cataloged.get(zoid) != old_path or "/".join(obj.getPhysicalPath()) == old_path:
+    path = "/".join(obj.getPhysicalPath())
+    if plan.cataloged.get(zoid) != old_path or path == old_path:
         return None
+    pending.move(zoid, old_path, path)
     pending.moved[zoid] = plan
     return plan
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from plone.pgcatalog.connection import jar_of
 from plone.pgcatalog.row import CatalogRow
 from zope.interface import implementer
@@ -38,7 +39,7 @@ class Pending:
     emptied: str | None = None  # manage_catalogClear: the site whose rows go first
     cleared: dict[str, str | None] = field(default_factory=dict)  # reconfigured index -> its own column
     reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
-    moving: dict = field(default_factory=dict)  # zoid -> (old path, moves.Plan), below a moving folder
+    moving: dict = field(default_factory=dict)  # zoid -> (old path, moves.Plan): below a moving folder
     moved: dict = field(default_factory=dict)  # zoid -> moves.Plan of its queued reindex
 
     def catalog(self, zoid: int, row: CatalogRow) -> None:
@@ -51,9 +52,17 @@ class Pending:
 
     def uncatalog(self, path: str) -> None:
         for zoid in [z for z, row in self.rows.items() if row.path == path]:
-            if zoid not in self.moving and zoid not in self.moved:
-                del self.rows[zoid]  # (below a moving folder, its row moves instead)
+            if self.moving.get(zoid, (None,))[0] != path:  # (below a moving folder, it moves: see moves)
+                del self.rows[zoid]
         self.removed[path] = True
+
+    def move(self, zoid: int, old: str, new: str) -> None:
+        """The object *zoid* moved from *old* to *new* (below a moved
+        folder): a row it has here follows."""
+        earlier = self.rows.get(zoid)
+        if earlier is not None and earlier.path == old:
+            self.rows[zoid] = replace(earlier, path=new)
+        self.removed[old] = True
 
     def clear_index(self, name: str, column: str | None) -> None:
         """ZCatalog's ``index.clear()``: the values of index *name* (stored
