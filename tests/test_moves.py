@@ -160,16 +160,22 @@ class MovesTest(BothSitesTestCase):
                 "into twin",
             )
         root = self.roots[self.sites[0]]
-        extracted = {call.args[1]: call.args[5] for call in extract.call_args_list}
+        extracted = {call.args[1]: (call.args[5], call.args[3]) for call in extract.call_args_list}
         # in full: the folder, and the containers it left and entered (modified)
         self.assertEqual(
-            {path for path, idxs in extracted.items() if idxs is None},
+            {path for path, (idxs, _) in extracted.items() if idxs is None},
             {root + "/twin/section", root + "/twin", root + "/same"},
         )
-        below = {path: idxs for path, idxs in extracted.items() if path.startswith(root + "/twin/section/")}
+        below = {path: what for path, what in extracted.items() if path.startswith(root + "/twin/section/")}
         self.assertEqual(len(below), 15)
         self.assertEqual(
-            {tuple(sorted(idxs)) for idxs in below.values()}, {("Creator", "Date", "modified", "path")}
+            {(tuple(sorted(idxs)), tuple(sorted(columns))) for idxs, columns in below.values()},
+            {
+                (
+                    ("Creator", "Date", "modified", "path"),
+                    ("Creator", "Date", "ModificationDate", "listCreators", "modified"),
+                )
+            },
         )
         for site in self.sites:
             setSite(site)

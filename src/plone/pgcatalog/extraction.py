@@ -320,14 +320,26 @@ __all__ = ["catalog_row", "extract", "metadata"]
 
 
 def catalog_row(
-    tool: Any, obj: Any, uid: str, idxs: Sequence[str] | None = None, with_metadata: bool = True
+    tool: Any,
+    obj: Any,
+    uid: str,
+    idxs: Sequence[str] | None = None,
+    with_metadata: bool = True,
+    columns: Sequence[str] | None = None,
 ) -> CatalogRow:
     """The row *tool* catalogs for *obj* under *uid* (see :func:`extract`),
-    from the object as plone.indexer wraps it for this catalog."""
+    from the object as plone.indexer wraps it for this catalog; with
+    *columns*, only those metadata columns."""
     wrapper = obj
     if not IIndexableObject.providedBy(obj):
         wrapper = queryMultiAdapter((obj, tool), IIndexableObject) or obj
     pipelines = {name: lexicon.process for name, lexicon in lexicons(tool).items()}
     return extract(
-        wrapper, uid, r.index_defs(tool).values(), r.metadata_columns(tool), pipelines, idxs, with_metadata
+        wrapper,
+        uid,
+        r.index_defs(tool).values(),
+        r.metadata_columns(tool) if columns is None else columns,
+        pipelines,
+        idxs,
+        with_metadata,
     )

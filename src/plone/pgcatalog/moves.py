@@ -34,8 +34,13 @@ from typing import Any
 from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
 from dataclasses import dataclass
+from dataclasses import replace
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import select
+from plone.pgcatalog.extraction import catalog_row
+from plone.pgcatalog.row import CatalogRow
+from plone.pgcatalog.values import parsed_metadata
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.pending import get_pending
 from Products.CMFCore.indexing import processQueue
@@ -47,7 +52,8 @@ from weakref import WeakKeyDictionary
 __all__ = [
     "LOCATION_FREE_INDEXES",
     "Plan",
-    "merged_with_move",
+    "move_queued",
+    "moved_row",
     "moved_descendant",
     "will_be_moved",
 ]
@@ -65,6 +71,17 @@ changes neither with the folder's place nor with ``notifyModified``
 (``getObjPositionInParent`` and ``is_default_page`` read the object's own
 container, which moves with it)."""
 
+LOCATION_FREE_COLUMNS = frozenset(
+    """CreationDate Description EffectiveDate ExpirationDate Subject Title Type UID created
+    effective end exclude_from_nav expires getIcon getId getObjSize getRemoteUrl id image_scales
+    is_folderish location portal_type review_state start mime_type meta_type cmf_uid sync_uid
+    commentators total_comments last_comment_date""".split()
+)
+"""Plone's own metadata columns of that kind (``image_scales`` holds scale
+paths relative to the object); the others (``modified``,
+``ModificationDate``, ``Date``, ``Creator``, ``listCreators``, and every
+column Plone does not define) are read again."""
+
 SECURITY_INDEX = "allowedRolesAndUsers"
 # CMFPlone's allowedRolesAndUsers reads the roles of one of these (6.2:
 # "Access contents information", before: "View")
@@ -76,7 +93,9 @@ class Plan:
     """What a descendant of one moved folder has reindexed."""
 
     idxs: tuple[str, ...]  # the path indexes, and what else must follow
+    columns: tuple[str, ...]  # the metadata columns read again
     cataloged: dict[int, str]  # zoid -> path, of the rows below the folder
+    metadata: dict[int, Any]  # zoid -> their stored metadata (JSON text, or a dict)
 
 
 _plans: WeakKeyDictionary = WeakKeyDictionary()  # move event -> Plan
@@ -128,7 +147,9 @@ def _plan(catalog: Any, event: Any) -> Plan | None:
     folder = "/".join(event.object.getPhysicalPath())
     # a range of the C-collated path: the path index finds it
     rows = select(catalog, "zoid, path", "path >= %s AND path < %s", [folder + "/", folder + "0"])
-    return Plan(tuple(paths + follow), dict(rows))
+    columns = tuple(name for name in r.metadata_columns(catalog) if name not in LOCATION_FREE_COLUMNS)
+    cataloged = dict(rows)
+    return Plan(tuple(paths + follow), columns, cataloged, load_metadata(catalog, list(cataloged)))
 
 
 def _same_security(old: Any, new: Any) -> bool:
@@ -170,15 +191,22 @@ def moved_descendant(obj: Any) -> Plan | None:
     return plan
 
 
-def merged_with_move(obj: Any, idxs: list[str] | None, update_metadata: Any) -> bool:
-    """Whether CMFCore's queue merged the reindex of a move
-    (:func:`moved_descendant`) with another reindex of *obj*: ZCatalog then
-    catalogs the object in full (its move queued a full index)."""
+def move_queued(obj: Any) -> Plan | None:
+    """The plan of the reindex :func:`moved_descendant` queued for *obj*,
+    now that CMFCore's queue runs it (once)."""
     pending = get_pending()
     oid = getattr(aq_base(obj), "_p_oid", None)
     if pending is None or not pending.moved or oid is None:
-        return False
-    plan = pending.moved.pop(int.from_bytes(oid, "big"), None)
-    if plan is None:
-        return False
-    return set(idxs or ()) != set(plan.idxs) or not update_metadata
+        return None
+    return pending.moved.pop(int.from_bytes(oid, "big"), None)
+
+
+def moved_row(catalog: Any, obj: Any, uid: str, plan: Plan) -> CatalogRow:
+    """The partial row of an object below a moved folder: the plan's
+    indexes, and its stored metadata with the plan's columns read again."""
+    zoid = int.from_bytes(aq_base(obj)._p_oid, "big")
+    stored = plan.metadata.get(zoid)
+    if stored is None:
+        return catalog_row(catalog, obj, uid, plan.idxs)
+    fresh = catalog_row(catalog, obj, uid, plan.idxs, columns=plan.columns)
+    return replace(fresh, meta={**parsed_metadata(stored), **fresh.meta})

@@ -37,7 +37,8 @@ from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import lexicons
-from plone.pgcatalog.moves import merged_with_move
+from plone.pgcatalog.moves import move_queued
+from plone.pgcatalog.moves import moved_row
 from plone.pgcatalog.moves import moved_descendant
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import changes_for
@@ -337,7 +338,13 @@ class PGCatalogTool(UniqueObject, Folder):
     def _reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
         if uid is None:
             uid = "/".join(object.getPhysicalPath())
-        if merged_with_move(object, idxs, update_metadata):
+        plan = move_queued(object)
+        if plan is not None:
+            if set(idxs or ()) == set(plan.idxs) and update_metadata:
+                changes_for(self).catalog(self._oid_of(object), moved_row(self, object, uid, plan))
+                return
+            # CMFCore merged the move's reindex with another one: ZCatalog
+            # then catalogs the object in full (the move queued a full one)
             idxs, update_metadata = [], 1
         if idxs:
             # CMFCore: names that are no index go; none left means every index
