@@ -11,12 +11,13 @@ each object below it has reindexed only:
 - its path;
 - ``modified``, ``Date`` and ``Creator``, which marking it modified changes
   (``notifyModified`` sets the date and adds the user to the creators),
-  and its metadata;
+  and the metadata columns that follow them (:data:`LOCATION_FREE_COLUMNS`
+  keep their stored values);
 - ``allowedRolesAndUsers``, when the old and the new parent differ in the
   roles that may view what they contain or in the local roles they pass
   down (a rename keeps the parent, so it never does);
-- every index that Plone does not define itself: an add-on's indexer may
-  read the object's place.
+- every index and metadata column that Plone does not define itself: an
+  add-on's indexer may read the object's place.
 
 These partial rows are merged into the stored ones at commit, all in one
 statement (:func:`plone.pgcatalog.row.partial_update_sql`).  An object
