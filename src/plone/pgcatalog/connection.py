@@ -20,7 +20,11 @@ from collections.abc import Sequence
 from Acquisition import aq_base
 from psycopg import pq
 from psycopg.rows import tuple_row
+from plone.pgcatalog import settings
+from plone.pgcatalog.errors import CatalogUnavailable
+from plone.pgcatalog.errors import SearchTimeout
 from psycopg_pool import ConnectionPool
+from psycopg_pool import PoolTimeout
 
 from weakref import WeakKeyDictionary
 
@@ -90,13 +94,17 @@ def _dsn_of(instance) -> str | None:
 
 
 def get_pool(dsn: str) -> ConnectionPool:
+    """The pool of *dsn*, made with the settings of the moment (see
+    :mod:`plone.pgcatalog.settings`): ``pool-max`` connections, a wait of
+    at most ``pool-timeout`` for one."""
     with _pools_lock:
         pool = _pools.get(dsn)
         if pool is None:
             pool = _pools[dsn] = ConnectionPool(
                 dsn,
                 min_size=1,
-                max_size=int(os.environ.get("PGCATALOG_POOL_MAX", "10")),
+                max_size=settings.pool_max(),
+                timeout=settings.pool_timeout(),
                 kwargs={"autocommit": True},
                 check=ConnectionPool.check_connection,
                 open=True,
@@ -160,6 +168,7 @@ _savepoints: WeakKeyDictionary = WeakKeyDictionary()
 
 GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 DEFAULT_PLAN = "SET LOCAL plan_cache_mode TO DEFAULT"
+DEFAULT_TIMEOUT = "SET LOCAL statement_timeout TO DEFAULT"
 
 
 def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic: bool) -> list[tuple]:
@@ -176,8 +185,9 @@ def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic:
     """
     cur = conn.cursor(row_factory=tuple_row)
     first = _savepoints.get(conn) is not txn
+    timeout = settings.statement_timeout()
     try:
-        if not (first or generic):
+        if not (first or generic or timeout):
             cur.execute(sql, params)
         else:
             with conn.pipeline():
@@ -186,9 +196,13 @@ def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic:
                     _savepoints[conn] = txn
                 if generic:
                     conn.execute(GENERIC_PLAN)
+                if timeout:
+                    conn.execute(f"SET LOCAL statement_timeout = {int(timeout)}")
                 cur.execute(sql, params)
                 if generic:
                     conn.execute(DEFAULT_PLAN)
+                if timeout:
+                    conn.execute(DEFAULT_TIMEOUT)
         return cur.fetchall()
     except BaseException:
         if conn.info.transaction_status == pq.TransactionStatus.INERROR:
@@ -208,9 +222,16 @@ def _roll_back(conn: psycopg.Connection) -> None:
         conn.execute("ROLLBACK")
 
 
-def _fetch(conn: psycopg.Connection, sql: str, params) -> list[tuple]:
+def _fetch(conn: psycopg.Connection, sql: str, params, timeout: int = 0) -> list[tuple]:
+    """A read on an autocommit connection; with a *timeout*, in a
+    transaction of its own that sets it (nothing of it outlives the read)."""
     with conn.cursor(row_factory=tuple_row) as cur:
-        cur.execute(sql, params)
+        if not timeout:
+            cur.execute(sql, params)
+        else:
+            with conn.pipeline(), conn.transaction():
+                conn.execute(f"SET LOCAL statement_timeout = {int(timeout)}")
+                cur.execute(sql, params)
         return cur.fetchall()
 
 
@@ -233,18 +254,36 @@ def fetch(
     when the generic plan's estimate looks costlier.  Only in the storage's
     transaction: on a pooled connection the statement is planned as usual.
     """
+    try:
+        return _read(obj, sql, params, guarded, generic)
+    except PoolTimeout as error:  # (an OperationalError too)
+        raise CatalogUnavailable(
+            f"No catalog connection came free within {settings.pool_timeout()} s "
+            f"(pool of {settings.pool_max()}: the pool-max and pool-timeout settings)"
+        ) from error
+    except psycopg.errors.QueryCanceled as error:
+        raise SearchTimeout(
+            f"PostgreSQL cancelled a catalog search after {settings.statement_timeout()} ms "
+            "(the statement-timeout setting)"
+        ) from error
+    except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+        raise CatalogUnavailable(f"The catalog's database is unavailable: {error}") from error
+
+
+def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: bool) -> list[tuple]:
     read_dsn = os.environ.get(READ_DSN_ENV)
     jar = jar_of(obj)
     instance = _storage_of(jar)
+    timeout = settings.statement_timeout() if guarded else 0
     conn = instance.pg_connection if instance is not None and not read_dsn else None
     if conn is not None and not conn.closed:
         if guarded and conn.info.transaction_status == pq.TransactionStatus.INTRANS:
             return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic)
-        return _fetch(conn, sql, params)
+        return _fetch(conn, sql, params, timeout)
     dsn = read_dsn or _dsn_of(instance)
     if dsn is None:
         raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage or PGCATALOG_READ_DSN")
     if _in_request():
-        return _fetch(request_connection(dsn), sql, params)
+        return _fetch(request_connection(dsn), sql, params, timeout)
     with get_pool(dsn).connection() as conn:
-        return _fetch(conn, sql, params)
+        return _fetch(conn, sql, params, timeout)

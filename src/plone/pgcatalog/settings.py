@@ -1,0 +1,61 @@
+"""The catalog's settings: an environment variable, else zope.conf.
+
+Each setting is read from ``PGCATALOG_<NAME>`` (the name upper-cased,
+dashes as underscores) when it is set, else from zope.conf::
+
+    <product-config plone.pgcatalog>
+        statement-timeout 5000
+        pool-timeout 10
+    </product-config>
+
+| name | meaning | default |
+| --- | --- | --- |
+| ``statement-timeout`` | milliseconds a search may run before PostgreSQL cancels it (0: no limit) | 0 |
+| ``pool-max`` | connections of the pool that serves searches off the storage (``PGCATALOG_READ_DSN``) | 10 |
+| ``pool-timeout`` | seconds a search waits for a free pooled connection | 30 |
+"""
+
+from __future__ import annotations
+
+import os
+
+
+__all__ = ["pool_max", "pool_timeout", "setting", "statement_timeout"]
+
+
+def setting(name: str, default: str) -> str:
+    """The value of setting *name* (see the module's docstring)."""
+    value = os.environ.get("PGCATALOG_" + name.upper().replace("-", "_"))
+    if value is not None:
+        return value
+    try:
+        from App.config import getConfiguration
+
+        product_config = getattr(getConfiguration(), "product_config", None) or {}
+    except ImportError:  # pragma: no cover - Zope is always there in Plone
+        product_config = {}
+    return (product_config.get("plone.pgcatalog") or {}).get(name, default)
+
+
+def _number(name: str, default: str, kind=int):
+    raw = setting(name, default)
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"plone.pgcatalog setting {name!r} must be a number, not {raw!r}") from None
+    if value < 0:
+        raise ValueError(f"plone.pgcatalog setting {name!r} must not be negative: {raw!r}")
+    return value
+
+
+def statement_timeout() -> int:
+    """Milliseconds a search may run (0: no limit)."""
+    return _number("statement-timeout", "0")
+
+
+def pool_max() -> int:
+    return max(1, _number("pool-max", "10"))
+
+
+def pool_timeout() -> float:
+    return _number("pool-timeout", "30", float)
