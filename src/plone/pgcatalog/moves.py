@@ -51,6 +51,7 @@ from weakref import WeakKeyDictionary
 
 
 __all__ = [
+    "LOCATION_FREE_COLUMNS",
     "LOCATION_FREE_INDEXES",
     "Plan",
     "move_queued",
