@@ -214,7 +214,7 @@ class QuerystringSearchTest(RestCase):
                     {
                         "i": "path",
                         "o": "plone.app.querystring.operation.string.absolutePath",
-                        "v": "/item-005",
+                        "v": "/item-005::1",  # one folder: positions are unique
                     }
                 ],
                 "sort_on": "getObjPositionInParent",
