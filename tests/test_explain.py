@@ -213,5 +213,5 @@ class ExplainTest(CatalogTestCase):
         }
         typed = [name for name in read if "_by_type_" in name]
         self.assertEqual(len(typed), 1, read)
-        self.assertEqual(read[typed[0]], 20, read)
+        self.assertEqual(read[typed[0]], 20, (read, plan))  # the plan, to read when it fails
         self.assertEqual(sum(read.values()), 20, read)  # the fallback never runs
