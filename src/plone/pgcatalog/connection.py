@@ -114,6 +114,8 @@ def get_pool(dsn: str) -> ConnectionPool:
 
 
 def close_pools() -> None:
+    """Close every pool; a connection this thread held from one goes too."""
+    _local.held = None
     with _pools_lock:
         for pool in _pools.values():
             pool.close()
@@ -171,7 +173,9 @@ DEFAULT_PLAN = "SET LOCAL plan_cache_mode TO DEFAULT"
 DEFAULT_TIMEOUT = "SET LOCAL statement_timeout TO DEFAULT"
 
 
-def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic: bool) -> list[tuple]:
+def _fetch_in_snapshot(
+    conn: psycopg.Connection, sql: str, params, txn, generic: bool, timeout: int
+) -> list[tuple]:
     """Run a read inside the storage's open transaction.
 
     A read that fails there would abort the storage's snapshot, so reads
@@ -185,7 +189,6 @@ def _fetch_in_snapshot(conn: psycopg.Connection, sql: str, params, txn, generic:
     """
     cur = conn.cursor(row_factory=tuple_row)
     first = _savepoints.get(conn) is not txn
-    timeout = settings.statement_timeout()
     try:
         if not (first or generic or timeout):
             cur.execute(sql, params)
@@ -278,7 +281,7 @@ def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: boo
     conn = instance.pg_connection if instance is not None and not read_dsn else None
     if conn is not None and not conn.closed:
         if guarded and conn.info.transaction_status == pq.TransactionStatus.INTRANS:
-            return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic)
+            return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic, timeout)
         return _fetch(conn, sql, params, timeout)
     dsn = read_dsn or _dsn_of(instance)
     if dsn is None:

@@ -37,12 +37,12 @@ from Acquisition import aq_base
 from dataclasses import dataclass
 from dataclasses import replace
 from plone.pgcatalog import registry as r
-from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import select
 from plone.pgcatalog.extraction import catalog_row
 from plone.pgcatalog.row import CatalogRow
 from plone.pgcatalog.values import parsed_metadata
 from plone.pgcatalog.interfaces import IPGCatalogTool
+from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.utils import _mergedLocalRoles
@@ -116,11 +116,9 @@ def will_be_moved(ob: Any, event: Any) -> None:
         if getattr(aq_base(ob), "objectIds", None) is not None:
             _plan_for(ob, event)
         return
-    plan = _plan_for(ob, event)
-    oid = getattr(aq_base(ob), "_p_oid", None)
-    if plan is not None and oid is not None:
-        pending = get_pending(create=True)
-        pending.moving[int.from_bytes(oid, "big")] = ("/".join(ob.getPhysicalPath()), plan)
+    plan, zoid = _plan_for(ob, event), _zoid(ob)
+    if plan is not None and zoid is not None:
+        get_pending(create=True).moving[zoid] = ("/".join(ob.getPhysicalPath()), plan)
 
 
 def _plan_for(ob: Any, event: Any) -> Plan | None:
@@ -147,11 +145,14 @@ def _plan(catalog: Any, event: Any) -> Plan | None:
     if SECURITY_INDEX in follow and _same_security(event.oldParent, event.newParent):
         follow.remove(SECURITY_INDEX)
     folder = "/".join(event.object.getPhysicalPath())
-    # a range of the C-collated path: the path index finds it
-    rows = select(catalog, "zoid, path", "path >= %s AND path < %s", [folder + "/", folder + "0"])
+    # a range of the C-collated path: the path index finds it; one read
+    # for the rows' places and their stored metadata
+    rows = select(catalog, "zoid, path, meta", "path >= %s AND path < %s", [folder + "/", folder + "0"])
     columns = tuple(name for name in r.metadata_columns(catalog) if name not in LOCATION_FREE_COLUMNS)
-    cataloged = dict(rows)
-    return Plan(tuple(paths + follow), columns, cataloged, load_metadata(catalog, list(cataloged)))
+    cataloged = {zoid: path for zoid, path, _ in rows}
+    metadata = {zoid: meta for zoid, _, meta in rows if meta is not None}
+    metadata.update(pending_metadata(get_pending(), cataloged))
+    return Plan(tuple(paths + follow), columns, cataloged, metadata)
 
 
 def _same_security(old: Any, new: Any) -> bool:
@@ -171,16 +172,19 @@ def _passed_down(parent: Any) -> tuple:
     return roles, tuple(sorted((user, tuple(sorted(granted))) for user, granted in local.items()))
 
 
+def _zoid(obj: Any) -> int | None:
+    oid = getattr(aq_base(obj), "_p_oid", None)
+    return None if oid is None else int.from_bytes(oid, "big")
+
+
 def moved_descendant(obj: Any) -> Plan | None:
     """The plan of *obj*'s reindex, when it is an object below a folder
     that just moved and the catalog holds it at its old path; None when
     it is to be cataloged in full.  A plan is used once: by the index that
     CMFCore asks for when the object hears that it moved."""
-    pending = get_pending()
-    oid = getattr(aq_base(obj), "_p_oid", None)
-    if pending is None or not pending.moving or oid is None:
+    pending, zoid = get_pending(), _zoid(obj)
+    if pending is None or not pending.moving or zoid is None:
         return None
-    zoid = int.from_bytes(oid, "big")
     noted = pending.moving.pop(zoid, None)
     if noted is None:
         return None
@@ -196,18 +200,16 @@ def moved_descendant(obj: Any) -> Plan | None:
 def move_queued(obj: Any) -> Plan | None:
     """The plan of the reindex :func:`moved_descendant` queued for *obj*,
     now that CMFCore's queue runs it (once)."""
-    pending = get_pending()
-    oid = getattr(aq_base(obj), "_p_oid", None)
-    if pending is None or not pending.moved or oid is None:
+    pending, zoid = get_pending(), _zoid(obj)
+    if pending is None or not pending.moved or zoid is None:
         return None
-    return pending.moved.pop(int.from_bytes(oid, "big"), None)
+    return pending.moved.pop(zoid, None)
 
 
 def moved_row(catalog: Any, obj: Any, uid: str, plan: Plan) -> CatalogRow:
     """The partial row of an object below a moved folder: the plan's
     indexes, and its stored metadata with the plan's columns read again."""
-    zoid = int.from_bytes(aq_base(obj)._p_oid, "big")
-    stored = plan.metadata.get(zoid)
+    stored = plan.metadata.get(_zoid(obj))
     if stored is None:
         return catalog_row(catalog, obj, uid, plan.idxs)
     fresh = catalog_row(catalog, obj, uid, plan.idxs, columns=plan.columns)

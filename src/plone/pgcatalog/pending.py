@@ -52,8 +52,7 @@ class Pending:
 
     def uncatalog(self, path: str) -> None:
         for zoid in [z for z, row in self.rows.items() if row.path == path]:
-            if self.moving.get(zoid, (None,))[0] != path:  # (below a moving folder, it moves: see moves)
-                del self.rows[zoid]
+            del self.rows[zoid]
         self.removed[path] = True
 
     def move(self, zoid: int, old: str, new: str) -> None:
