@@ -267,3 +267,57 @@ HISTORY_DIFFERENTIAL_FIXTURE = DifferentialFixture(
 HISTORY_DIFFERENTIAL_TESTING = PGFunctionalTesting(
     bases=(HISTORY_DIFFERENTIAL_FIXTURE,), name="plone.pgcatalog:HistoryDifferentialFunctional"
 )
+
+
+class FaultServerLayer(Layer):
+    """A PostgreSQL server of this layer's own, always (``PGCATALOG_TEST_DSN``
+    is ignored): fault tests kill its backends and restart it, which must
+    never hit a server other tests share.
+
+    ``pg_restart`` restarts it on the same data directory and socket; the
+    DSN stays valid.
+    """
+
+    def setUp(self):
+        import pgserver
+
+        self._tmp = tempfile.mkdtemp(prefix="pgcatalog-faults-pg-")
+        self._server = pgserver.get_server(self._tmp, cleanup_mode="stop")
+        self["pg_server_dsn"] = self._server.get_uri()
+        self["pg_restart"] = self.restart
+
+    def restart(self) -> None:
+        """``pg_ctl restart`` in fast mode: every backend is terminated, its
+        transaction rolled back; returns once the server accepts connections."""
+        from pgserver._commands import pg_ctl
+        from pgserver.utils import PostmasterInfo
+
+        server = self._server
+        pg_ctl(
+            ["-w", "-m", "fast", "-l", str(server.log), "restart"],
+            pgdata=server.pgdata,
+            user=server.system_user,
+            timeout=60,
+        )
+        # pgserver stops the postmaster it knows of at cleanup: the new one
+        server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+
+    def tearDown(self):
+        del self["pg_server_dsn"]
+        del self["pg_restart"]
+        self._server.cleanup()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+FAULTS_PG_SERVER = FaultServerLayer(name="plone.pgcatalog:FaultsPGServer")
+
+
+class FaultsStartup(PGStartup):
+    """Zope on a fresh database of the fault layer's own server."""
+
+    defaultBases = (FAULTS_PG_SERVER, zca.LAYER_CLEANUP)
+
+
+FAULTS_STARTUP = FaultsStartup(name="plone.pgcatalog:FaultsStartup")
+FAULTS_FIXTURE = PGCatalogFixture(bases=(FAULTS_STARTUP,), name="plone.pgcatalog:FaultsFixture")
+FAULTS_TESTING = PGFunctionalTesting(bases=(FAULTS_FIXTURE,), name="plone.pgcatalog:FaultsFunctional")
