@@ -41,6 +41,7 @@ class Pending:
     reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
     moving: dict = field(default_factory=dict)  # zoid -> (old path, moves.Plan): below a moving folder
     moved: dict = field(default_factory=dict)  # zoid -> moves.Plan of its queued reindex
+    seen: int | None = None  # the tid of the snapshot the rows were computed in (see processor)
 
     def catalog(self, zoid: int, row: CatalogRow) -> None:
         earlier = self.rows.get(zoid)
@@ -85,6 +86,7 @@ class Pending:
         )
 
     def restore(self, other: Pending) -> None:
+        # ``seen`` stays: a savepoint does not change the snapshot
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
         self.ddl, self.emptied, self.cleared = list(other.ddl), other.emptied, dict(other.cleared)
         self.reordered, self.moving, self.moved = dict(other.reordered), dict(other.moving), dict(other.moved)
@@ -123,11 +125,17 @@ def changes_for(context: Any) -> Pending:
     part in the commit even when no object changed (``reindexIndex``, an
     ``uncatalog_object`` on its own): the connection joins the transaction
     without an object to store, as ZODB's own ``_register()`` does.
+
+    It also notes the snapshot the rows are computed in (zodb-pgjsonb's
+    polled tid), for the processor's check against concurrent commits.
     """
     jar = jar_of(context)
     if jar is not None:
         jar._register()
-    return get_pending(create=True)
+    pending = get_pending(create=True)
+    if pending.seen is None and jar is not None:
+        pending.seen = getattr(jar._storage, "_polled_tid", None)
+    return pending
 
 
 @implementer(transaction.interfaces.IDataManager, transaction.interfaces.ISavepointDataManager)
@@ -146,6 +154,7 @@ class PendingDataManager:
 
     def _forget(self):
         self.pending.restore(Pending())
+        self.pending.seen = None
 
     def abort(self, txn):
         self._forget()

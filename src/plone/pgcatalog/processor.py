@@ -6,6 +6,14 @@ both inside the PostgreSQL transaction that writes the objects.  Catalog
 rows therefore commit or roll back together with the content.  The
 processor is shared by all threads; everything per transaction lives in
 :mod:`plone.pgcatalog.pending`.
+
+Concurrent editors: ZODB sees two transactions that store the same object.
+It does not see a catalog-only write (a security reindex below a folder,
+an uncatalog) racing a transaction that computed the same row from an
+older snapshot: the later commit would write stale values back (or a
+deleted object's row).  ZCatalog escapes by writing only the index entries
+that changed; here the later commit raises ``ConflictError`` and the
+publisher retries it (:func:`check_concurrent`).
 """
 
 from __future__ import annotations
@@ -14,17 +22,47 @@ from typing import Any
 
 from plone.pgcatalog import row
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
 from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
+from ZODB.POSException import ConflictError
 from zodb_pgjsonb.storage import ExtraColumn
 
 import transaction
 
 
-__all__ = ["CatalogStateProcessor", "ensure_processor", "retire_processor"]
+__all__ = ["CatalogStateProcessor", "check_concurrent", "ensure_processor", "retire_processor"]
+
+
+CHANGED_SINCE = """SELECT path FROM object_state
+WHERE (zoid = ANY(%(zoids)s::bigint[]) OR path = ANY(%(paths)s::text[]))
+  AND (catalog_tid > %(seen)s OR (tid > %(seen)s AND tid <> (SELECT max(tid) FROM transaction_log)))
+ORDER BY path LIMIT 5"""
+"""Rows this commit writes or clears that another transaction changed after
+this one's snapshot: its object stored (``tid``; our own stores are the
+newest tid, commits being serialised) or its catalog data alone
+(``catalog_tid``, see :data:`plone.pgcatalog.row.STAMP`)."""
+
+
+def check_concurrent(cursor: Any, pending: Pending) -> None:
+    """Raise ``ConflictError`` if a row *pending* writes changed since the
+    snapshot its values were computed in (``pending.seen``)."""
+    if pending.seen is None or not (pending.rows or pending.removed):
+        return
+    params = {
+        "zoids": array_literal(pending.rows),
+        "paths": array_literal(pending.removed),
+        "seen": pending.seen,
+    }
+    cursor.execute(CHANGED_SINCE, params)
+    changed = [path for (path,) in cursor.fetchall()]
+    if changed:
+        raise ConflictError(
+            f"plone.pgcatalog: catalog rows changed by another transaction since this one began: {', '.join(changed)}"
+        )
 
 
 def ensure_processor(instance: Any) -> None:
@@ -79,6 +117,7 @@ class CatalogStateProcessor:
         pending = get_pending()
         if not pending:
             return
+        check_concurrent(cursor, pending)
         for statement in pending.ddl:
             cursor.execute(statement)
         for name, column in pending.cleared.items():

@@ -27,6 +27,7 @@ import orjson
 
 __all__ = [
     "COLUMNS",
+    "STAMP",
     "CatalogRow",
     "Column",
     "Merge",
@@ -228,9 +229,20 @@ def _param(column: Column) -> str:
     return f"%({column.name})s::{column.sql_type}"
 
 
+STAMP = "catalog_tid = (SELECT max(tid) FROM transaction_log)"
+"""SET clause for every write of catalog data that does not go with its
+object's own row (a partial reindex, an uncatalog, a catalog-only full
+reindex): ``catalog_tid`` is then the writing transaction's tid (the
+newest in the log: zodb-pgjsonb serialises commits).  A row written with
+its object needs no stamp: its ``tid`` says when.  The processor's
+conflict check reads both."""
+
+
 def column_ddl() -> str:
-    """``ADD COLUMN`` clauses for every catalog column (idempotent)."""
-    return ",\n".join(f"    ADD COLUMN IF NOT EXISTS {c.name} {c.declared}" for c in COLUMNS)
+    """``ADD COLUMN`` clauses for every catalog column and the stamp
+    (idempotent)."""
+    columns = [f"    ADD COLUMN IF NOT EXISTS {c.name} {c.declared}" for c in COLUMNS]
+    return ",\n".join([*columns, "    ADD COLUMN IF NOT EXISTS catalog_tid BIGINT"])
 
 
 def extra_columns() -> list[tuple[str, str]]:
@@ -242,7 +254,7 @@ def extra_columns() -> list[tuple[str, str]]:
 def full_update_sql() -> str:
     """Write a full row (parameters: :func:`sql_params` and ``zoid``)."""
     sets = ", ".join(f"{c.name} = {_param(c)}" for c in COLUMNS)
-    return f"UPDATE object_state SET {sets} WHERE zoid = %(zoid)s"
+    return f"UPDATE object_state SET {sets}, {STAMP} WHERE zoid = %(zoid)s"
 
 
 def partial_update_sql() -> str:
@@ -253,7 +265,7 @@ def partial_update_sql() -> str:
         f"{c.name} = {merged_sql(c, f'o.{c.name}', f'p.{c.name}', f'p.has_{c.name}')}" for c in COLUMNS
     )
     return (
-        f"UPDATE object_state o SET {sets} "
+        f"UPDATE object_state o SET {sets}, {STAMP} "
         f"FROM jsonb_to_recordset(%s::jsonb) AS p({record_columns_sql(written=True)}) WHERE o.zoid = p.zoid"
     )
 
@@ -265,7 +277,7 @@ def partial_update_params(rows: Mapping[int, CatalogRow]) -> list[str]:
 
 def clear_all_sql() -> str:
     """SET clause that uncatalogs a row."""
-    return ", ".join(f"{c.name} = NULL" for c in COLUMNS)
+    return ", ".join([*(f"{c.name} = NULL" for c in COLUMNS), STAMP])
 
 
 def _cleared_keys(column: Column, cleared: Mapping[str, str | None]) -> list[str]:
