@@ -1,7 +1,8 @@
-"""What a search raises when the database cannot answer it.
+"""What the catalog raises when the database cannot do what was asked.
 
-Both are ZCatalog's ``CatalogError``, so callers that handle the catalog's
-errors handle these; the database's own exception is chained as the cause.
+All are ZCatalog's ``CatalogError``, so callers that handle the catalog's
+errors handle these; the database's own exception, if any, is chained as
+the cause.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from Products.ZCatalog.ZCatalog import CatalogError
 
 
-__all__ = ["CatalogUnavailable", "SearchTimeout"]
+__all__ = ["CatalogUnavailable", "SchemaPrivilegeError", "SearchTimeout"]
 
 
 class SearchTimeout(CatalogError):
@@ -19,3 +20,9 @@ class SearchTimeout(CatalogError):
 class CatalogUnavailable(CatalogError):
     """The catalog's database could not be reached, or no pooled
     connection came free within ``pool-timeout``."""
+
+
+class SchemaPrivilegeError(CatalogError):
+    """A change of the database schema (a new SQL index, an install or
+    upgrade) was asked of a site that connects as a role which does not
+    own ``object_state``; raised before anything is changed."""

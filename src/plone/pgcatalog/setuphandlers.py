@@ -22,6 +22,7 @@ from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.schema import RECORD_SCHEMA_VERSION
 from plone.pgcatalog.schema import SCHEMA_VERSION
+from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.tool import PGCatalogTool
 from plone.pgcatalog.toolset import register_required_tool
@@ -55,6 +56,7 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     """Bring an installed catalog up to this release: its lexicons within
     the tool, any SQL index this release adds, and the schema version
     recorded in the database (at commit)."""
+    require_schema_owner(tool, "Upgrading plone.pgcatalog")
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
@@ -99,6 +101,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
             "plone.pgcatalog needs the site's ZODB on zodb-pgjsonb (PGJsonbStorage); "
             f"this site is stored in {type(getattr(site._p_jar, '_storage', None)).__name__}"
         )
+    require_schema_owner(site, "Installing plone.pgcatalog")
     ensure_processor(instance)
     old = site.portal_catalog
     defs, unknown = [], []

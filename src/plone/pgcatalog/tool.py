@@ -43,6 +43,7 @@ from plone.pgcatalog.moves import moved_descendant
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.rebuild import catalog_tree
@@ -194,8 +195,11 @@ class PGCatalogTool(UniqueObject, Folder):
         except ValueError as exc:
             logger.error("%s", exc)
             raise CatalogError(str(exc)) from exc
+        ddl = index_ddl(index)
+        if ddl:  # checked before anything is registered: nothing half done
+            require_schema_owner(self, f"Adding the index {name!r}")
         r.set_index_defs(self, [*r.index_defs(self).values(), index])
-        changes_for(self).ddl.extend(index_ddl(index))
+        changes_for(self).ddl.extend(ddl)
 
     manage_addIndex = addIndex
 
