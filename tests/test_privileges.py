@@ -263,6 +263,17 @@ class WriteTest(RuntimeRoleTestCase):
         self.assertEqual(len(self.catalog(path="/plone/renamed")), 1)
         self.assertTrue(verify(self.catalog).ok)
 
+    def test_pack(self):
+        """zodb-pgjsonb's pack, as the role: a temporary table, deletes."""
+        doc = api.content.create(container=self.site, type="Document", id="packed", title="Packed")
+        transaction.commit()
+        zoid = int.from_bytes(doc._p_oid, "big")
+        api.content.delete(doc)
+        transaction.commit()
+        self.db.pack()
+        self.assertEqual(self.owner_rows("SELECT count(*) FROM object_state WHERE zoid = %s", [zoid]), [(0,)])
+        self.assertTrue(verify(self.role_catalog).ok)
+
     def test_clear_and_rebuild(self):
         """A rebuild empties and refills the site's rows and asks for
         ANALYZE, which PostgreSQL skips, with a warning, for a non-owner."""

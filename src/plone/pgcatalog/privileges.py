@@ -64,8 +64,9 @@ GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8) TO {ro
 """What the role a site runs as needs, granted by the owner after install:
 searches, content changes and their catalog rows (a commit updates
 ``object_state`` and ``pgcatalog_counter``; the text statistics trigger and
-the commit's fold insert and delete ``pgcatalog_text_stats``),
-rebuilds, verify and repair, undo, pack (a temporary table)."""
+the commit's fold insert and delete ``pgcatalog_text_stats``), rebuilds,
+verify and repair, and zodb-pgjsonb's pack (a temporary table, deletes) and
+undo (the same tables)."""
 
 
 SEARCH_GRANTS = """\
