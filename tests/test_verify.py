@@ -95,6 +95,22 @@ class VerifyTest(CatalogTestCase):
         self.assertTrue(verify(self.catalog).ok)
         self.assertEqual([b.Title for b in self.catalog.unrestrictedSearchResults(id="e")], ["New e"])
 
+    def test_keywords_compare_as_sets(self):
+        # an indexer may list the same keywords in another order
+        reverse = (
+            "(SELECT jsonb_agg(e ORDER BY n DESC) FROM jsonb_array_elements(idx->'allowedRolesAndUsers') "
+            "WITH ORDINALITY AS k(e, n))"
+        )
+        self.sql(
+            f"UPDATE object_state SET idx = jsonb_set(idx, '{{allowedRolesAndUsers}}', {reverse}) WHERE path = '/plone/f/c'"
+        )
+        self.assertTrue(verify(self.catalog).ok)
+        self.sql(
+            "UPDATE object_state SET idx = jsonb_set(idx, '{allowedRolesAndUsers}', (idx->'allowedRolesAndUsers') - 0) "
+            "WHERE path = '/plone/f/c'"
+        )
+        self.assertEqual(verify(self.catalog).stale, ["/plone/f/c"])
+
     def test_values_can_be_left_unchecked(self):
         self.sql(
             "UPDATE object_state SET idx = jsonb_set(idx, '{id}', '\"wrong\"') WHERE path = '/plone/f/c'"

@@ -209,7 +209,24 @@ def record_columns_sql(written: bool = False) -> str:
 def differs_sql(stored: str, fresh: str) -> str:
     """SQL that is true where the stored row (table *stored*) differs from
     a full :func:`record` (table *fresh*) in a column searches read."""
-    return " OR ".join(f"{stored}.{c.name} IS DISTINCT FROM {fresh}.{c.name}" for c in COLUMNS if c.overlaid)
+    return " OR ".join(
+        f"{_unordered(stored + '.idx')} IS DISTINCT FROM {_unordered(fresh + '.idx')}"
+        if c.name == "idx"
+        else f"{stored}.{c.name} IS DISTINCT FROM {fresh}.{c.name}"
+        for c in COLUMNS
+        if c.overlaid
+    )
+
+
+def _unordered(idx: str) -> str:
+    """*idx* with its lists sorted: a keyword index's values are a set, and
+    the order an indexer lists them in (``allowedRolesAndUsers`` from a
+    dict of roles) may differ between two extractions of the same object."""
+    return (
+        f"COALESCE((SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) = 'array' "
+        f"THEN (SELECT jsonb_agg(e ORDER BY e) FROM jsonb_array_elements(value) AS e) ELSE value END) "
+        f"FROM jsonb_each({idx})), {idx})"
+    )
 
 
 def merged_sql(column: Column, stored: str, new: str, carried: str) -> str:
