@@ -5,7 +5,9 @@ The request that meets the fault fails clearly (a search with
 ``CatalogUnavailable``, a commit with psycopg's ``AdminShutdown``), the
 catalog is left exactly as before, and after ``transaction.abort()`` the
 next search and the next commit work on the same ZODB, on the storage's
-connection and on the pool: nothing needs a restart of Zope.
+connection and on the pool: nothing needs a restart of Zope.  While the
+server is down, searches fail saying the database is unavailable (not that
+the pool is full).
 
 The layer runs a PostgreSQL server of its own (``FAULTS_TESTING``): these
 tests kill backends and restart it.
@@ -28,6 +30,7 @@ from plone.pgcatalog.errors import CatalogUnavailable
 from plone.pgcatalog.testing import FAULTS_TESTING
 from plone.pgcatalog.verify import verify
 from Products.ZCatalog.ZCatalog import CatalogError
+from psycopg_pool import PoolTimeout
 from unittest import mock
 from zope.globalrequest import setRequest
 
@@ -229,7 +232,14 @@ class FaultsTest(unittest.TestCase):
                 self.assertEqual(self.search(Title="recovered"), [self.path], (pooled, in_request))
                 self.assertEqual(len(self.search(Title="aftermath")), 1, (pooled, in_request))
         self.assertIsNone(held_connection())
-        stats = get_pool(self.dsn).get_stats()
+        # no connection left checked out: once the attempts to connect that
+        # an outage left behind are done (a bounded wait), all are back
+        pool = get_pool(self.dsn)
+        deadline = time.monotonic() + WAIT
+        while (stats := pool.get_stats())["pool_available"] < stats[
+            "pool_size"
+        ] and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.assertEqual(stats["pool_available"], stats["pool_size"], stats)
         report = verify(self.catalog)
         self.assertTrue(report.ok, report.summary())
@@ -283,6 +293,34 @@ class FaultsTest(unittest.TestCase):
 
     def test_restart_during_search_on_the_pool(self):
         self.fault_during_search(self.restart, pooled=True, in_request=True)
+        self.assert_recovers()
+
+    def test_searches_while_the_server_is_down(self):
+        """A restart that takes a while: searches while nothing listens fail
+        at once, or after ``pool-timeout`` on the pool, and say why (not
+        that the pool is full); once the server is back the next search and
+        the next commit work, on the same pool."""
+        self.assertEqual(self.search(), [self.path])  # the storage's snapshot is open
+        before = catalog_state(self.dsn)
+        self.layer["pg_stop"]()
+        try:
+            with mock.patch.dict(os.environ, {"PGCATALOG_POOL_TIMEOUT": "1"}):
+                with self.assertRaises(CatalogUnavailable) as raised:
+                    self.search()  # on the storage's connection, dead since the stop
+                self.assert_clear_search_error(raised.exception)
+                # the storage's connection is closed now: a search goes to the pool
+                attempts = ((False, False), (True, False), (True, True))
+                for pooled, in_request in attempts:
+                    with self.reading(pooled, in_request), self.assertRaises(CatalogUnavailable) as raised:
+                        self.search()
+                    error = raised.exception
+                    self.assert_clear_search_error(error)
+                    self.assertIn("no pooled connection within 1.0 s", str(error))
+                    self.assertNotIn("pool-max", str(error))
+                    self.assertNotIsInstance(error.__cause__, PoolTimeout)  # what connecting says
+        finally:
+            self.layer["pg_start"]()
+        self.assertEqual(catalog_state(self.dsn), before)
         self.assert_recovers()
 
     # -- faults during a commit

@@ -15,6 +15,7 @@ one search.
 from __future__ import annotations
 
 from typing import Any
+from typing import NoReturn
 from collections.abc import Sequence
 
 from Acquisition import aq_base
@@ -95,8 +96,8 @@ def _dsn_of(instance) -> str | None:
 
 def get_pool(dsn: str) -> ConnectionPool:
     """The pool of *dsn*, made with the settings of the moment (see
-    :mod:`plone.pgcatalog.settings`): ``pool-max`` connections, a wait of
-    at most ``pool-timeout`` for one."""
+    :mod:`plone.pgcatalog.settings`): ``pool-max`` connections.  A search
+    waits for one at most ``pool-timeout``, read at each wait."""
     with _pools_lock:
         pool = _pools.get(dsn)
         if pool is None:
@@ -128,7 +129,7 @@ def request_connection(dsn: str) -> psycopg.Connection:
     if held is not None and held[0] == dsn and not held[1].closed:
         return held[1]
     release_request_connection()
-    conn = get_pool(dsn).getconn()
+    conn = get_pool(dsn).getconn(timeout=settings.pool_timeout())
     _local.held = (dsn, conn)
     return conn
 
@@ -259,11 +260,6 @@ def fetch(
     """
     try:
         return _read(obj, sql, params, guarded, generic)
-    except PoolTimeout as error:  # (an OperationalError too)
-        raise CatalogUnavailable(
-            f"No catalog connection came free within {settings.pool_timeout()} s "
-            f"(pool of {settings.pool_max()}: the pool-max and pool-timeout settings)"
-        ) from error
     except psycopg.errors.QueryCanceled as error:
         raise SearchTimeout(
             f"PostgreSQL cancelled a catalog search after {settings.statement_timeout()} ms "
@@ -286,7 +282,32 @@ def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: boo
     dsn = read_dsn or _dsn_of(instance)
     if dsn is None:
         raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage or PGCATALOG_READ_DSN")
-    if _in_request():
-        return _fetch(request_connection(dsn), sql, params, timeout)
-    with get_pool(dsn).connection() as conn:
-        return _fetch(conn, sql, params, timeout)
+    try:
+        if _in_request():
+            return _fetch(request_connection(dsn), sql, params, timeout)
+        with get_pool(dsn).connection(timeout=settings.pool_timeout()) as conn:
+            return _fetch(conn, sql, params, timeout)
+    except PoolTimeout as error:
+        _no_connection(dsn, error)
+
+
+PROBE_TIMEOUT = 2
+"""Seconds a connection of its own may take to tell why a pool had none."""
+
+
+def _no_connection(dsn: str, timed_out: PoolTimeout) -> NoReturn:
+    """Fail a search that waited ``pool-timeout`` for a pooled connection
+    in vain.  The pool does not say why, and a full pool calls for other
+    measures than a database that is down or refuses connections: one
+    connection of its own tells them apart."""
+    waited = settings.pool_timeout()
+    try:
+        psycopg.connect(dsn, connect_timeout=PROBE_TIMEOUT).close()
+    except psycopg.Error as error:
+        raise CatalogUnavailable(
+            f"The catalog's database is unavailable (no pooled connection within {waited} s): {error}"
+        ) from error
+    raise CatalogUnavailable(
+        f"No catalog connection came free within {waited} s "
+        f"(pool of {settings.pool_max()}: the pool-max and pool-timeout settings)"
+    ) from timed_out

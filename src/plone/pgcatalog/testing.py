@@ -285,26 +285,39 @@ class FaultServerLayer(Layer):
         self._server = pgserver.get_server(self._tmp, cleanup_mode="stop")
         self["pg_server_dsn"] = self._server.get_uri()
         self["pg_restart"] = self.restart
+        self["pg_stop"] = self.stop
+        self["pg_start"] = self.start
 
-    def restart(self) -> None:
-        """``pg_ctl restart`` in fast mode: every backend is terminated, its
-        transaction rolled back; returns once the server accepts connections."""
+    def _pg_ctl(self, *args: str) -> None:
         from pgserver._commands import pg_ctl
         from pgserver.utils import PostmasterInfo
 
         server = self._server
-        pg_ctl(
-            ["-w", "-m", "fast", "-l", str(server.log), "restart"],
-            pgdata=server.pgdata,
-            user=server.system_user,
-            timeout=60,
-        )
-        # pgserver stops the postmaster it knows of at cleanup: the new one
-        server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+        pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user, timeout=60)
+        if args[-1] != "stop":
+            # pgserver stops the postmaster it knows of at cleanup: the new one
+            server._postmaster_info = PostmasterInfo.read_from_pgdata(server.pgdata)
+
+    def stop(self) -> None:
+        """``pg_ctl stop`` in fast mode: backends terminated, nothing listens."""
+        self._pg_ctl("-m", "fast", "stop")
+
+    def start(self) -> None:
+        """Start the stopped server on its data directory, socket and port."""
+        info = self._server.get_postmaster_info()
+        options = f'-h "" -k {info.socket_dir} -p {info.port}'
+        self._pg_ctl("-o", options, "-l", str(self._server.log), "start")
+
+    def restart(self) -> None:
+        """``pg_ctl restart`` in fast mode: every backend is terminated, its
+        transaction rolled back; returns once the server accepts connections."""
+        self._pg_ctl("-m", "fast", "-l", str(self._server.log), "restart")
 
     def tearDown(self):
         del self["pg_server_dsn"]
         del self["pg_restart"]
+        del self["pg_stop"]
+        del self["pg_start"]
         self._server.cleanup()
         shutil.rmtree(self._tmp, ignore_errors=True)
 
