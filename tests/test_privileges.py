@@ -25,7 +25,12 @@ from plone.pgcatalog.privileges import grant_runtime_role
 from plone.pgcatalog.privileges import grant_search_role
 from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.privileges import schema_owner
+from Acquisition import aq_base
+from dataclasses import replace
+from plone.pgcatalog.exportimport import reconfigure_index
+from plone.pgcatalog.registry import index_defs
 from plone.pgcatalog.registry import IndexDef
+from plone.pgcatalog.uninstall import uninstall
 from plone.pgcatalog.registry import FIELD
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.setuphandlers import upgrade
@@ -322,8 +327,22 @@ class OwnerOnlyTest(RuntimeRoleTestCase):
         index = IndexDef("least_privilege", FIELD, ("getId",))
         changes_for(self.role_catalog).ddl.extend(index_ddl(index))
         api.content.create(container=self.site, type="Document", id="lost", title="Lost")
-        with self.assertRaises(psycopg.errors.InsufficientPrivilege):
+        with self.assertRaises(SchemaPrivilegeError) as raised:
             transaction.commit()
+        self.assertIsInstance(raised.exception.__cause__, psycopg.errors.InsufficientPrivilege)
         transaction.abort()
         self.assertIsNone(self.row("/plone/lost"))
         self.assertFalse([n for n in self.sql_indexes() if "least_privilege" in n])
+
+    def test_changing_an_index_and_uninstalling_need_the_owner(self):
+        defs = index_defs(self.role_catalog)
+        with self.assertRaises(SchemaPrivilegeError) as raised:
+            reconfigure_index(self.role_catalog, replace(defs["getId"], attrs=("id",)))
+        self.assertIn("Changing the index 'getId'", str(raised.exception))
+        self.assertEqual(index_defs(self.role_catalog)["getId"].attrs, defs["getId"].attrs)
+        self.assertFalse(changes_for(self.role_catalog).ddl)
+        with self.assertRaises(SchemaPrivilegeError):
+            uninstall(self.site.portal_setup)
+        self.assertIs(aq_base(self.site.portal_catalog), aq_base(self.role_catalog))
+        transaction.commit()
+        self.assertTrue(self.row("/plone"))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from plone.pgcatalog import row
+from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
@@ -31,6 +32,7 @@ from plone.pgcatalog.values import array_literal
 from ZODB.POSException import ConflictError
 from zodb_pgjsonb.storage import ExtraColumn
 
+import psycopg
 import transaction
 
 
@@ -119,7 +121,12 @@ class CatalogStateProcessor:
             return
         check_concurrent(cursor, pending)
         for statement in pending.ddl:
-            cursor.execute(statement)
+            try:
+                cursor.execute(statement)
+            except psycopg.errors.InsufficientPrivilege as error:  # the checks before were bypassed
+                raise SchemaPrivilegeError(
+                    f"plone.pgcatalog: only the tables' owner may change the schema: {error}"
+                ) from error
         for name, column in pending.cleared.items():
             cursor.execute(row.clear_index_sql(name, column), (array_literal(pending.rows),))
         if pending.emptied:

@@ -21,6 +21,7 @@ from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.processor import retire_processor
+from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
@@ -160,6 +161,7 @@ def uninstall(setup_tool: Any) -> None:
     site = getToolByName(setup_tool, "portal_url").getPortalObject()
     if not IPGCatalogTool.providedBy(aq_base(getattr(aq_base(site), "portal_catalog", None))):
         return
+    require_schema_owner(site, "Uninstalling plone.pgcatalog")  # it drops columns
     instance = storage_instance(site)
     dsn = storage_dsn(site)
     restore_zcatalog(site)
@@ -170,6 +172,11 @@ def uninstall(setup_tool: Any) -> None:
         try:
             if drop_catalog_schema(dsn) and instance is not None:
                 retire_processor(instance)
+        except psycopg.errors.InsufficientPrivilege:
+            logger.exception(
+                "plone.pgcatalog: the catalog's columns could not be dropped: only the tables' owner may; "
+                "run plone.pgcatalog.uninstall.drop_catalog_schema(dsn) with the owner's DSN"
+            )
         except psycopg.Error:
             logger.exception(
                 "plone.pgcatalog: the catalog's columns could not be dropped now (tables busy?); "
