@@ -210,23 +210,29 @@ def differs_sql(stored: str, fresh: str) -> str:
     """SQL that is true where the stored row (table *stored*) differs from
     a full :func:`record` (table *fresh*) in a column searches read."""
     return " OR ".join(
-        f"{_unordered(stored + '.idx')} IS DISTINCT FROM {_unordered(fresh + '.idx')}"
-        if c.name == "idx"
-        else f"{stored}.{c.name} IS DISTINCT FROM {fresh}.{c.name}"
+        f"{_unordered(c, f'{stored}.{c.name}')} IS DISTINCT FROM {_unordered(c, f'{fresh}.{c.name}')}"
         for c in COLUMNS
         if c.overlaid
     )
 
 
-def _unordered(idx: str) -> str:
-    """*idx* with its lists sorted: a keyword index's values are a set, and
-    the order an indexer lists them in (``allowedRolesAndUsers`` from a
-    dict of roles) may differ between two extractions of the same object."""
-    return (
-        f"COALESCE((SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) = 'array' "
-        f"THEN (SELECT jsonb_agg(e ORDER BY e) FROM jsonb_array_elements(value) AS e) ELSE value END) "
-        f"FROM jsonb_each({idx})), {idx})"
-    )
+def _unordered(column: Column, value: str) -> str:
+    """*value* of *column* with its keyword lists sorted: a keyword index's
+    values are a set, and their order comes from a Python set (it differs
+    between processes) or from the indexer (``allowedRolesAndUsers`` lists
+    a dict of roles)."""
+    if column.name == "object_provides":
+        return _sorted_array(value)
+    if column.name == "idx":
+        return (
+            f"COALESCE((SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) = 'array' "
+            f"THEN {_sorted_array('value')} ELSE value END) FROM jsonb_each({value})), {value})"
+        )
+    return value
+
+
+def _sorted_array(array: str) -> str:
+    return f"COALESCE((SELECT jsonb_agg(e ORDER BY e) FROM jsonb_array_elements({array}) AS e), {array})"
 
 
 def merged_sql(column: Column, stored: str, new: str, carried: str) -> str:
