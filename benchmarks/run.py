@@ -64,6 +64,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", action="store_true", help="cProfile pgcatalog's listings (results/*.prof.txt)"
     )
+    parser.add_argument(
+        "--after-writes",
+        nargs="?",
+        const="thread",
+        choices=("thread", "same"),
+        help="also time the queries with a committed document change before each one, "
+        "from another thread's ZODB connection (default) or the same one",
+    )
+    parser.add_argument(
+        "--first-in-request",
+        action="store_true",
+        help="also time the queries each as the first of a new request (publisher's begin and end)",
+    )
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md")
     parser.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="only render the report")
     return parser.parse_args(argv)
@@ -114,6 +127,8 @@ def run(args: argparse.Namespace) -> dict:
         "iterations": args.iterations,
         "warmup": args.warmup,
         "profile": args.profile,
+        "after_writes": args.after_writes,
+        "first_in_request": args.first_in_request,
     }
     stamp = time.strftime("%Y%m%d-%H%M%S")
     RESULTS.mkdir(exist_ok=True)

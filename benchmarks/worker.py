@@ -4,7 +4,9 @@
 ``backend``, ``dsn`` (a fresh database, none for FileStorage), ``home`` (a
 scratch directory), ``sizes`` (document counts to query at, ascending),
 ``timed_docs``, ``rebuild_at``, ``iterations``, ``warmup``, ``profile``
-and ``out`` (where to write the results).  ``run.py`` starts it.
+and ``out`` (where to write the results), and optionally ``after_writes``
+(``"thread"`` or ``"same"``) and ``first_in_request`` (see
+``publisher.py``).  ``run.py`` starts it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from measure import summary
 from measure import time_once
 from measure import time_repeated
 from pathlib import Path
+from publisher import RequestCycle
+from publisher import Writer
 from workload import doc_spec
 from workload import run_bare
 from workload import run_listing
@@ -147,20 +151,74 @@ class Worker:
             "first_paths": [brain.getPath() for brain in results[:10]],
         }
 
-    def query_phase(self) -> dict:
+    def query_phase(self, writes: str | None = None, requests: bool = False) -> dict:
+        """Time every scenario, bare and as a listing.  *writes*: commit a
+        document change before each search (``publisher.Writer``);
+        *requests*: make each search the first of a new request
+        (``publisher.RequestCycle``), whose start is timed apart."""
         iterations, warmup = self.config["iterations"], self.config["warmup"]
         timings: dict = {}
-        for scenario in scenarios():
-            entry = timings[scenario.name] = {"found": self.describe(scenario)}
-            for variant, run in (("bare", run_bare), ("listing", run_listing)):
-                entry[variant] = time_repeated(
-                    lambda run=run, q=scenario.query: run(self.catalog, q),
-                    lambda s=scenario: self.as_user(s),
-                    iterations,
-                    warmup,
-                )
-        zopesite.login(self.app)
+        plain = writes is None and not requests
+        cycle = RequestCycle(self.app._p_jar.db()) if requests else None
+        writer = None
+        if writes:
+            writer = Writer(self.app._p_jar.db(), self.docs, writes, lambda: self.site)
+        if cycle is not None:
+            transaction.abort()
+            cycle.adopt(self.app)
+
+        def enter(anonymous: bool, record: bool = True) -> None:
+            self.app, self.site = cycle.next(anonymous, record)
+            self.catalog = self.site.portal_catalog
+
+        def between(scenario) -> None:
+            if writer is not None:
+                if writes == "same" and cycle is not None:
+                    enter(False, record=False)  # the write is a request of its own
+                writer.write()
+            if cycle is not None:
+                enter(scenario.anonymous)
+            else:
+                self.as_user(scenario)
+
+        try:
+            for scenario in scenarios():
+                entry = timings[scenario.name] = {"found": self.describe(scenario)} if plain else {}
+                for variant, run in (("bare", run_bare), ("listing", run_listing)):
+                    if cycle is not None:
+                        cycle.begin_ms.clear()
+                    entry[variant] = time_repeated(
+                        lambda run=run, q=scenario.query: run(self.catalog, q),
+                        lambda s=scenario: between(s),
+                        iterations,
+                        warmup,
+                    )
+                    if cycle is not None:
+                        entry[variant]["request_begin_ms"] = summary(cycle.begin_ms[-iterations:])
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is not None:
+            timings["writes_ms"] = summary(writer.write_ms)
+        if cycle is not None:
+            enter(False)
+        else:
+            zopesite.login(self.app)
         return timings
+
+    def modes(self) -> list[tuple[str, str | None, bool]]:
+        """The query modes asked for besides the plain one: (name, writes,
+        requests), one after the other, each on a freshly vacuumed database."""
+        writes = self.config.get("after_writes")
+        requests = bool(self.config.get("first_in_request"))
+        modes = []
+        if requests:
+            modes.append(("first_in_request", None, True))
+        if writes:
+            modes.append(("after_writes", writes, False))
+        if writes and requests:
+            modes.append(("after_writes+first_in_request", writes, True))
+        return modes
 
     def floor_phase(self, size: int) -> dict:
         """Time the statements of each scenario bare (pgcatalog only); with
@@ -246,6 +304,10 @@ class Worker:
                 entry["floor"] = self.floor_phase(size)
                 if config.get("profile"):
                     self.profile(size)
+            for name, writes, requests in self.modes():
+                self.analyze()
+                log(f"{self.backend}: queries at {size} docs, {name}")
+                entry.setdefault("modes", {})[name] = self.query_phase(writes, requests)
             if size == config.get("rebuild_at"):
                 self.result["rebuild"] = self.rebuild()
             self.result["sizes"][str(size)] = entry
