@@ -210,13 +210,27 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
     The first rows and the count come in one statement: len() is the
     count and listings ask for it (counting later would mean a second
     pass over every match whenever the plan reads them all anyway);
-    more rows are selected when somebody walks that far.
+    more rows are selected when somebody walks that far, with their
+    metadata (who walks a long result whole, as Plone's navigation does,
+    reads it: one statement instead of two).
     """
     rows = select("LIMIT %s", [MIN_ROWS], counted=True)
     total = rows[0][-1] if rows else 0
     return _results(
-        catalog, [row[:-1] for row in rows], length=total, total=total, load_rows=partial(_rows, select)
+        catalog,
+        [row[:-1] for row in rows],
+        length=total,
+        total=total,
+        load_rows=partial(_rows_with_metadata, select),
     )
+
+
+def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[tuple[tuple, Any]]:
+    """Rows ``offset`` to ``offset + limit`` of *select*, each paired with
+    its metadata (this transaction's pending metadata wins)."""
+    rows = select("LIMIT %s OFFSET %s", [limit, offset], metadata=True)
+    pending = pending_metadata(get_pending(), [row[0] for row in rows])
+    return [(row[:-1], pending.get(row[0], row[-1]) or {}) for row in rows]
 
 
 def _results(catalog: Catalog, rows: list[tuple], *, metadata: bool = False, **kw) -> CatalogResults:
