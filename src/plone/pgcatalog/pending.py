@@ -154,7 +154,6 @@ class PendingDataManager:
 
     def _forget(self):
         self.pending.restore(Pending())
-        self.pending.seen = None
 
     def abort(self, txn):
         self._forget()

@@ -28,6 +28,8 @@ import orjson
 __all__ = [
     "COLUMNS",
     "STAMP",
+    "STAMP_COLUMN",
+    "column_names",
     "CatalogRow",
     "Column",
     "Merge",
@@ -252,7 +254,8 @@ def _param(column: Column) -> str:
     return f"%({column.name})s::{column.sql_type}"
 
 
-STAMP = "catalog_tid = (SELECT max(tid) FROM transaction_log)"
+STAMP_COLUMN = "catalog_tid"
+STAMP = f"{STAMP_COLUMN} = (SELECT max(tid) FROM transaction_log)"
 """SET clause for every write of catalog data that does not go with its
 object's own row (a partial reindex, an uncatalog, a catalog-only full
 reindex): ``catalog_tid`` is then the writing transaction's tid (the
@@ -265,7 +268,12 @@ def column_ddl() -> str:
     """``ADD COLUMN`` clauses for every catalog column and the stamp
     (idempotent)."""
     columns = [f"    ADD COLUMN IF NOT EXISTS {c.name} {c.declared}" for c in COLUMNS]
-    return ",\n".join([*columns, "    ADD COLUMN IF NOT EXISTS catalog_tid BIGINT"])
+    return ",\n".join([*columns, f"    ADD COLUMN IF NOT EXISTS {STAMP_COLUMN} BIGINT"])
+
+
+def column_names() -> list[str]:
+    """Every column the catalog adds to ``object_state`` (what uninstall drops)."""
+    return [*(c.name for c in COLUMNS), STAMP_COLUMN]
 
 
 def extra_columns() -> list[tuple[str, str]]:

@@ -228,15 +228,20 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
 def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[tuple[tuple, Any]]:
     """Rows ``offset`` to ``offset + limit`` of *select*, each paired with
     its metadata (this transaction's pending metadata wins)."""
-    rows = select("LIMIT %s OFFSET %s", [limit, offset], metadata=True)
+    return _split_metadata(select("LIMIT %s OFFSET %s", [limit, offset], metadata=True))
+
+
+def _split_metadata(rows: list[tuple]) -> list[tuple[tuple, Any]]:
+    """Each of *rows*, which end with their stored metadata, paired with
+    its metadata: this transaction's pending metadata wins, as in
+    :func:`~plone.pgcatalog.database.load_metadata`."""
     pending = pending_metadata(get_pending(), [row[0] for row in rows])
     return [(row[:-1], pending.get(row[0], row[-1]) or {}) for row in rows]
 
 
 def _results(catalog: Catalog, rows: list[tuple], *, metadata: bool = False, **kw) -> CatalogResults:
     """Results over *rows*; with *metadata* each row ends with its stored
-    metadata (this transaction's pending metadata wins, as in
-    :func:`~plone.pgcatalog.database.load_metadata`)."""
+    metadata (see :func:`_split_metadata`)."""
     tool = catalog.tool
 
     def wrap(brain):
@@ -244,9 +249,9 @@ def _results(catalog: Catalog, rows: list[tuple], *, metadata: bool = False, **k
 
     loaded = None
     if metadata:
-        pending = pending_metadata(get_pending(), [row[0] for row in rows])
-        loaded = {position: pending.get(row[0], row[-1]) or {} for position, row in enumerate(rows)}
-        rows = [row[:-1] for row in rows]
+        split = _split_metadata(rows)
+        rows = [row for row, _ in split]
+        loaded = {position: meta for position, (_, meta) in enumerate(split)}
     return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
 
 

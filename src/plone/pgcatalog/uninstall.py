@@ -143,9 +143,7 @@ def drop_catalog_schema(dsn: str, lock_timeout: str = "10s") -> bool:
                 conn.execute(f"DROP {what}")
             for trigger in ("pgcatalog_words_added", "pgcatalog_words_changed", "pgcatalog_words_removed"):
                 conn.execute(f"DROP TRIGGER IF EXISTS {trigger} ON object_state")
-            columns = ", ".join(
-                f"DROP COLUMN IF EXISTS {name}" for name in [*(c.name for c in row.COLUMNS), "catalog_tid"]
-            )
+            columns = ", ".join(f"DROP COLUMN IF EXISTS {name}" for name in row.column_names())
             conn.execute(f"ALTER TABLE object_state {columns}")
             conn.execute(
                 "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_okapi(float8, float8, float8, float8)"
