@@ -7,6 +7,7 @@ may be left reachable in ZODB.
 """
 
 from Acquisition import aq_base
+from dataclasses import replace
 from datetime import timedelta
 from DateTime import DateTime
 from helpers import build_content
@@ -19,9 +20,13 @@ from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone.pgcatalog.registry import index_defs
+from plone.pgcatalog.row import TYPED
+from plone.pgcatalog.schema import drop_index_ddl
+from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.schema import SCHEMA_VERSION
 from plone.pgcatalog.schema import schema_version
 from plone.pgcatalog.tool import PGCatalogTool
+from plone.pgcatalog.verify import verify
 from OFS.ObjectManager import ObjectManager
 from Products.CMFCore.interfaces import ICatalogTool
 from plone.base.utils import get_installer
@@ -33,6 +38,7 @@ from zope.component import getUtility
 from zope.component.hooks import setSite
 
 import psycopg
+import re
 import transaction
 import unittest
 
@@ -234,7 +240,7 @@ class UpgradeTest(unittest.TestCase):
         transaction.commit()
         setup, profile = portal.portal_setup, "plone.pgcatalog:default"
         installer = get_installer(portal, self.layer["request"])
-        self.assertEqual(setup.getLastVersionForProfile(profile), ("2",))
+        self.assertEqual(setup.getLastVersionForProfile(profile), ("3",))
         self.assertFalse(installer.upgrade_info("plone.pgcatalog")["required"])
         with psycopg.connect(storage_dsn(portal), autocommit=True) as conn:
             self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
@@ -248,12 +254,90 @@ class UpgradeTest(unittest.TestCase):
         self.assertTrue(info["required"] and info["available"])
         self.assertTrue(installer.upgrade_product("plone.pgcatalog"))  # the panel's button
         transaction.commit()
-        self.assertEqual(setup.getLastVersionForProfile(profile), ("2",))
+        self.assertEqual(setup.getLastVersionForProfile(profile), ("3",))
         self.assertFalse(installer.upgrade_info("plone.pgcatalog")["required"])
         with psycopg.connect(storage_dsn(portal)) as conn:
             self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
         found = portal.portal_catalog.unrestrictedSearchResults(id="before")
         self.assertEqual([b.Title for b in found], ["Before the upgrade"])
+
+    def test_release_before_the_typed_columns_upgrades(self):
+        """A catalog of schema version 2 kept the hot keys in ``idx`` only,
+        with expression indexes: searches keep reading ``idx`` until the
+        upgrade, which fills the typed columns (and the rows written in
+        between, by this release's processor, have them already), builds
+        their indexes, drops the expression indexes and switches the
+        searches over, with the same answers."""
+        portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        portal.portal_workflow.setChainForPortalTypes(["Document", "Folder"], "simple_publication_workflow")
+        for i in range(6):
+            doc = api.content.create(container=portal, type="Document", id=f"doc-{i}", title=f"Doc {i}")
+            if i % 2:
+                api.content.transition(obj=doc, transition="publish")
+        api.content.create(container=portal, type="Folder", id="folder", title="Folder")
+        transaction.commit()
+        tool = portal.portal_catalog
+        setup, profile = portal.portal_setup, "plone.pgcatalog:default"
+        untyped = {name: replace(index, typed=False) for name, index in index_defs(tool).items()}
+        typed_columns = ", ".join(f"{t.name} = NULL" for t in TYPED)
+        # what version 2 left: no typed values, the expression indexes, no covering index
+        pending = changes_for(tool)
+        pending.ddl.append(f"UPDATE object_state SET {typed_columns}")
+        pending.ddl.append("DROP INDEX pgcatalog_hot_keys")
+        for index in untyped.values():
+            pending.ddl.extend(drop_index_ddl(index_defs(tool)[index.name], keep=index))
+            pending.ddl.extend(index_ddl(index))
+        tool._pgc_typed = False
+        setup.setLastVersionForProfile(profile, "2")
+        transaction.commit()
+        dsn = storage_dsn(portal)
+        filled = "SELECT count(*) FROM object_state WHERE idx IS NOT NULL AND portal_type IS NOT NULL"
+        with psycopg.connect(dsn) as conn:
+            self.assertEqual(conn.execute(filled).fetchone(), (0,))
+        queries = (
+            {"portal_type": "Document", "sort_on": "id"},
+            {"portal_type": ["Document", "Folder"], "review_state": "published", "sort_on": "id"},
+            {"review_state": "private", "sort_on": "id"},
+        )
+
+        def answers():
+            return [[b.getId for b in tool.searchResults(**q)] for q in queries]
+
+        before = answers()
+        self.assertEqual(before[0], [f"doc-{i}" for i in range(6)])
+        # this release writes the typed columns of what it catalogs
+        api.content.create(container=portal, type="Document", id="doc-6", title="Doc 6")
+        transaction.commit()
+        with psycopg.connect(dsn) as conn:
+            typed = conn.execute(
+                "SELECT path, portal_type FROM object_state WHERE path LIKE '%%/doc-_' ORDER BY path"
+            ).fetchall()
+        self.assertEqual([t for _, t in typed], [None] * 6 + ["Document"])
+        before = answers()
+
+        installer = get_installer(portal, self.layer["request"])
+        self.assertTrue(installer.upgrade_product("plone.pgcatalog"))
+        transaction.commit()
+        self.assertTrue(tool._pgc_typed)
+        self.assertEqual(setup.getLastVersionForProfile(profile), ("3",))
+        with psycopg.connect(dsn) as conn:
+            self.assertEqual(conn.execute(filled).fetchone(), (len(tool),))
+            differs = " OR ".join(f"{t.name} IS DISTINCT FROM {t.value_sql('idx')}" for t in TYPED)
+            stale = conn.execute(f"SELECT count(*) FROM object_state WHERE idx IS NOT NULL AND ({differs})")
+            self.assertEqual(stale.fetchone(), (0,))
+            names = {name for (name,) in conn.execute("SELECT indexname FROM pg_indexes").fetchall()}
+        self.assertIn("pgcatalog_hot_keys", names)
+        for name, index in index_defs(tool).items():
+            built = {re.search(r"EXISTS (\w+)", ddl).group(1) for ddl in index_ddl(index)}
+            gone = {
+                re.search(r"EXISTS (\w+)", ddl).group(1) for ddl in drop_index_ddl(untyped[name], keep=index)
+            }
+            self.assertLessEqual({n for n in built if not n.endswith("_stats")}, names, name)
+            self.assertFalse(gone & names, name)
+        self.assertEqual(answers(), before)
+        report = verify(tool)
+        self.assertTrue(report.ok, report.summary())
 
     def test_schema_version_where_nothing_is_installed(self):
         with psycopg.connect(storage_dsn(self.layer["portal"])) as conn:

@@ -59,7 +59,10 @@ class BuildTest(unittest.TestCase):
     def test_parts_are_anded(self):
         stmt = compiled({"portal_type": "Document", "is_folderish": True})
         self.assertEqual(len(stmt.where), 2)
-        self.assertIn('{"Document"}', stmt.params)  # an array parameter
+        self.assertIn("Document", stmt.params)  # one key: an equality
+        self.assertIn("= %s::text", stmt.where_sql())
+        several = compiled({"portal_type": ["Document", "Event"]})
+        self.assertIn('{"Document","Event"}', several.params)  # an array parameter
 
     def test_bad_range_is_zcatalogs_type_error(self):
         with self.assertRaises(Fault) as raised:

@@ -122,12 +122,48 @@ class ColumnTableTest(unittest.TestCase):
         self.assertEqual(orjson.loads(record["meta"]), {"Title": "A\x00"})
         self.assertEqual((record["idx"], record["has_searchable_text"]), ({"Title": "A"}, False))
 
+    def test_typed_columns_follow_idx(self):
+        """Every statement that writes idx sets the hot keys' typed columns
+        from the idx it writes, as the index reads it from idx."""
+        names = [t.name for t in row.TYPED]
+        self.assertEqual(
+            names,
+            ["portal_type", "review_state", "allowed_roles_and_users", "effective_start", "effective_end"],
+        )
+        state = next(t for t in row.TYPED if t.name == "review_state")
+        self.assertEqual(state.value_sql("x"), "(((x)->>'review_state') COLLATE \"C\")")
+        end = next(t for t in row.TYPED if t.name == "effective_end")
+        self.assertEqual(end.value_sql("x"), "(((x)->'effectiveRange'->>1)::bigint)")
+        self.assertIn(
+            "portal_type = (((%(idx)s::jsonb)->>'portal_type') COLLATE \"C\")", row.full_update_sql()
+        )
+        self.assertIn(
+            "allowed_roles_and_users = ((jsonb_strip_nulls(COALESCE(o.idx, '{}'::jsonb) || p.idx))->'allowedRolesAndUsers')",
+            row.partial_update_sql(),
+        )
+        self.assertIn("effective_start = NULL", row.clear_all_sql())
+        self.assertEqual(
+            dict(row.extra_columns())["portal_type"], "(((%(idx)s::jsonb)->>'portal_type') COLLATE \"C\")"
+        )
+        for name in names:
+            self.assertIn(f"ADD COLUMN IF NOT EXISTS {name} ", row.column_ddl())
+            self.assertIn(name, row.column_names())
+        fill = row.fill_typed_sql()
+        self.assertTrue(fill.startswith("UPDATE object_state SET portal_type = (((idx)->>'portal_type')"))
+        self.assertIn("review_state IS DISTINCT FROM", fill)
+        # verify checks them where searches read them
+        self.assertNotIn("portal_type", row.differs_sql("o", "p"))
+        self.assertIn("o.portal_type IS DISTINCT FROM", row.differs_sql("o", "p", typed=True))
+
     def test_clearing_sql(self):
         self.assertEqual(
             row.clear_index_sql("Title", None),
             "UPDATE object_state SET idx = idx - 'Title', word_counts = NULLIF(word_counts - 'Title', '{}') "
             "WHERE (idx ? 'Title' OR word_counts ? 'Title') AND NOT (zoid = ANY(%s::bigint[]))",
         )
+        # a hot key's typed columns follow its idx
+        hot = row.clear_index_sql("review_state", None)
+        self.assertIn("review_state = (((idx - 'review_state')->>'review_state') COLLATE \"C\")", hot)
         own = row.clear_index_sql("SearchableText", "searchable_text")
         self.assertIn("searchable_text = NULL", own)
         self.assertNotIn("idx", own)  # an index with its own column has no key in idx

@@ -48,7 +48,7 @@ def reconfigure_index(tool: Any, index: r.IndexDef) -> None:
     old = defs[index.name]
     if old == index and old.options == index.options:
         return
-    ddl = index_ddl(index)
+    ddl = index_ddl(r.typed_for(tool, index))
     if ddl:  # checked before anything changes
         require_schema_owner(tool, f"Changing the index {index.name!r}")
     r.set_index_defs(tool, [index if d.name == index.name else d for d in defs.values()])

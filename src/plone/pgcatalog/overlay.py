@@ -49,10 +49,14 @@ def _site_scope(site: str, column: str) -> str:
     """A site's rows: its own and those below it, so that several sites
     can keep their catalogs in one database.  Ranges of the C-collated
     path, with the site's path as literals (Zope ids hold no quotes; they
-    are doubled all the same): the planner then knows, in generic plans
-    too, that they hold every row of a database with one site, and a
-    search's own indexes stay its way in."""
-    return f"({column} = {_literal(site)} OR ({column} >= {_literal(site + '/')} AND {column} < {_literal(site + '0')}))"
+    are doubled all the same), tested on the rows a search's own indexes
+    find: inside COALESCE the planner neither reads the path index for it
+    nor takes it as one more independent clause (it holds on every catalog
+    row of a database with one site; taken as independent it made the
+    planner expect a type's 20,000 items to be 400, and sort them all
+    instead of reading the first ones off an index in order)."""
+    scope = f"{column} = {_literal(site)} OR ({column} >= {_literal(site + '/')} AND {column} < {_literal(site + '0')})"
+    return f"COALESCE({scope}, false)"
 
 
 def _literal(text: str) -> str:
@@ -65,12 +69,18 @@ def _overlay(pending: Pending, site: str) -> tuple[str, list]:
     ``idx`` is then an expression, which the expression indexes no longer
     match: such searches scan the table."""
     committed = {c: row.committed_sql(c, "o", pending.cleared) for c in row.COLUMNS}
+    laid = {c: row.pending_sql(c, committed[c]) for c in row.COLUMNS}
+    # the typed columns follow idx: stored, unless clearing changed it
+    idx = next(c for c in row.COLUMNS if c.name == "idx")
+    cleared_idx = committed[idx] if committed[idx] != "o.idx" else None
     sql = _OVERLAY.format(
         name=CATALOG_ROWS,
         committed_scope=f" AND {_site_scope(site, 'o.path')}" if site else "",
         pending_scope=f" WHERE starts_with(p.path || '/', {_literal(site + '/')})" if site else "",
-        committed=", ".join(f"{committed[c]} AS {c.name}" for c in row.COLUMNS),
-        pending=", ".join(row.pending_sql(c, committed[c]) for c in row.COLUMNS),
+        committed=", ".join(
+            [*(f"{committed[c]} AS {c.name}" for c in row.COLUMNS), row.typed_select_sql(cleared_idx, "o")]
+        ),
+        pending=", ".join([*laid.values(), row.typed_select_sql(laid[idx], "p")]),
         fields=row.record_columns_sql(),
     )
     records = orjson.dumps([row.record(zoid, r) for zoid, r in pending.rows.items()]).decode()

@@ -27,7 +27,7 @@ from plone.pgcatalog.paths import NOTHING
 from plone.pgcatalog.paths import path_condition
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
-from plone.pgcatalog.schema import TYPE_EXPRESSION
+from plone.pgcatalog.schema import type_expression
 from plone.pgcatalog.relevance import score_scale
 from plone.pgcatalog.relevance import Scored
 from plone.pgcatalog.text import parse
@@ -158,10 +158,15 @@ class Statement:
     # The one ``portal_type`` the query asks for, kept when the sort key has
     # a B-tree led by portal_type (a DateIndex): the walk then reads only
     # that type's entries.
-    walk_type: str | None = None
+    walk_type: tuple[str, str] | None = None  # (its expression, the type)
     # A clause that keeps the result small (a UID, an object or a folder's
     # children): the plain plan then beats walking the sort index.
     selective: bool = False
+    # A clause on the typed ``portal_type``: the hot keys' covering index
+    # (schema.HOT_KEYS_INDEX) holds what the security and effective range
+    # clauses test, so they are written as filters (see _filter), and the
+    # matches are counted from that index alone (search._all_matches).
+    covered: bool = False
 
     def where_sql(self) -> str:
         return " AND ".join(self.where if self.strict else [CATALOGED, *self.where])
@@ -380,8 +385,14 @@ def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -
         keys = _keys(index, values)
         if not keys:
             raise Nothing
-        where.append(f"{expr} = ANY(%s{cast}[])")
-        params.append(array_literal(_param(sql_type, k) for k in keys))
+        if len(keys) == 1:
+            # an equality: the planner then knows that a B-tree on
+            # (expression, zoid) yields its rows in record id order
+            where.append(f"{expr} = %s{cast}")
+            params.append(_param(sql_type, keys[0]))
+        else:
+            where.append(f"{expr} = ANY(%s{cast}[])")
+            params.append(array_literal(_param(sql_type, k) for k in keys))
     elif not q.get("not"):
         raise Nothing
     return where, params
@@ -436,9 +447,10 @@ def _field(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     if keys:  # not only ``not``
         stmt.strict = True
         stmt.selective |= index.kind == r.UUID and not q.get("range")
+        stmt.covered |= index.name == r.TYPE_INDEX and bool(index.hot) and not q.get("range")
     single = len(keys) == 1 and not (q.get("range") or q.get("not"))
-    if single and index.name == r.TYPE_INDEX and index.expression() == TYPE_EXPRESSION:
-        stmt.walk_type = _param(index.sql_type, _keys(index, keys)[0])
+    if single and index.name == r.TYPE_INDEX and index.expression() == type_expression(index.typed):
+        stmt.walk_type = (index.expression(), _param(index.sql_type, _keys(index, keys)[0]))
 
 
 def _recurring(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -484,10 +496,10 @@ def _keyword(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     elif keys:
         if q.get("operator") == "and":
             # one containment test for all keys
-            stmt.where.append(_filter(f"{expr} @> %s::jsonb", stmt))
+            stmt.where.append(_filter(f"{expr} @> %s::jsonb", stmt, index))
             stmt.params.append(json_text(keys))
         else:
-            stmt.where.append("(" + " OR ".join(_any_of(expr, keys, stmt)) + ")")
+            stmt.where.append("(" + " OR ".join(_any_of(index, keys, stmt)) + ")")
         stmt.strict = True
     elif not q.get("not"):
         raise Nothing
@@ -527,39 +539,43 @@ def _keyword_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     stmt.strict = True
 
 
-def _any_of(expr: str, keys: list, stmt: Statement) -> list[str]:
-    """Tests that *expr* holds any of *keys*.  Several strings become one
-    ``?|`` (one lookup per row instead of one per key); a single string
-    stays a containment, which the planner estimates better; several
+def _any_of(index: r.IndexDef, keys: list, stmt: Statement) -> list[str]:
+    """Tests that keyword *index* holds any of *keys*.  Several strings
+    become one ``?|`` (one lookup per row instead of one per key); a single
+    string stays a containment, which the planner estimates better; several
     other keys (numbers) one array parameter, however many there are."""
+    expr = index.expression()
     strings = [k for k in keys if isinstance(k, str)]
     others = [k for k in keys if not isinstance(k, str)]
     parts = []
     if len(strings) > 1:
-        parts.append(_filter(f"{expr} ?| %s::text[]", stmt))
+        parts.append(_filter(f"{expr} ?| %s::text[]", stmt, index))
         stmt.params.append(array_literal(strings))
     else:
         others = strings + others
     if len(others) == 1:
-        parts.append(_filter(f"{expr} @> %s::jsonb", stmt))
+        parts.append(_filter(f"{expr} @> %s::jsonb", stmt, index))
         stmt.params.append(json_text(others))
     elif others:
-        parts.append(_filter(f"{expr} @> ANY(%s::jsonb[])", stmt))
+        parts.append(_filter(f"{expr} @> ANY(%s::jsonb[])", stmt, index))
         stmt.params.append(array_literal(json_text([key]) for key in others))
     return parts
 
 
-def _filter(clause: str, stmt: Statement) -> str:
-    """*clause*, as a filter only when the statement is selective.
+def _filter(clause: str, stmt: Statement, index: r.IndexDef | None = None) -> str:
+    """*clause*, as a filter only when the statement is selective, or
+    covered and the clause is on a hot key (*index*).
 
     A UID or a folder's contents find a few rows through their own index;
     a security or date-range clause then only needs testing on those rows.
     Left as it is, the planner ANDs it in as a bitmap: a GIN scan of every
-    row a Manager may see, milliseconds on a large site.  Inside COALESCE
-    the clause matches no index (nor implies the partial indexes' IS NOT
-    NULL), and it still is false for rows without a value.
+    row a Manager may see, milliseconds on a large site.  A type's rows
+    carry the hot keys in the covering index that finds them.  Inside
+    COALESCE the clause matches no index (nor implies the partial indexes'
+    IS NOT NULL), and it still is false for rows without a value.
     """
-    return f"COALESCE({clause}, false)" if stmt.selective else clause
+    hidden = stmt.selective or (stmt.covered and index is not None and bool(index.hot))
+    return f"COALESCE({clause}, false)" if hidden else clause
 
 
 def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -569,7 +585,7 @@ def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
     if term is None:
         raise Nothing
     start, end = index.range_expressions()
-    stmt.where.append(_filter(f"{start} <= %s AND {end} >= %s", stmt))
+    stmt.where.append(_filter(f"{start} <= %s AND {end} >= %s", stmt, index))
     stmt.params.extend([term, term])
     stmt.strict = True
 
@@ -652,9 +668,11 @@ def build(
     zorder = sorted(named, key=lambda index: (index.kind not in _UNLIMITED_KINDS, index.name))
     rank = {index.name: n for n, index in enumerate(zorder)}
     empty_at, faults = len(zorder), []
-    # UID and path clauses first: when they are selective, the others are
-    # written as filters (see _filter)
-    for index in sorted(named, key=lambda index: index.kind not in (r.UUID, r.PATH)):
+    # UID and path clauses first, then the type: when they are selective
+    # or covering, the others are written as filters (see _filter)
+    for index in sorted(
+        named, key=lambda index: (index.kind not in (r.UUID, r.PATH), index.name != r.TYPE_INDEX)
+    ):
         try:
             _clause(index, query, stmt, lexicons, catalog_path)
         except Nothing:
@@ -834,8 +852,8 @@ def top_sql(stmt: Statement, needed: int, offset: int, metadata: bool = False) -
     row = "zoid, path, meta" if metadata else "zoid, path"
     walk, walk_params = f"{key} IS NOT NULL", []
     if stmt.walk_type is not None:
-        walk += f" AND {TYPE_EXPRESSION} = %s"
-        walk_params.append(stmt.walk_type)
+        walk += f" AND {stmt.walk_type[0]} = %s"
+        walk_params.append(stmt.walk_type[1])
     sql = f"""WITH hits AS (
   SELECT {row}, k FROM (
     SELECT {row}, {key} AS k, ({where}) AS ok FROM {ROWS}

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 
 import re
 
@@ -26,6 +27,7 @@ __all__ = [
     "DATE_RECURRING",
     "FIELD",
     "GOPIP",
+    "HOT_KEYS",
     "IndexDef",
     "JSON_VALUE",
     "KEYWORD",
@@ -41,6 +43,7 @@ __all__ = [
     "TYPE_INDEX",
     "UUID",
     "custom_kind",
+    "hot_columns",
     "index_def_from_extra",
     "index_def_from_zcatalog",
     "index_defs",
@@ -49,6 +52,7 @@ __all__ = [
     "query_custom_kind",
     "set_index_defs",
     "set_metadata_columns",
+    "typed_for",
 ]
 
 
@@ -106,6 +110,24 @@ OWN_COLUMNS = {
 }
 
 
+# Plone's hot keys: the indexes nearly every search filters on (the type,
+# the workflow state, the security terms, the effective range).  Their
+# values are also copied, by SQL, from ``idx`` into typed columns of
+# ``object_state`` (see row.TYPED), which one covering B-tree holds
+# together (schema.HOT_KEYS_INDEX): counting a type's published items an
+# Anonymous user may see then reads that index alone.  The copy holds
+# exactly the expression an index of this kind, name and value type reads
+# from ``idx``; an index defined otherwise keeps reading ``idx``.
+HOT_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "portal_type": (FIELD, ("portal_type",)),
+    "review_state": (FIELD, ("review_state",)),
+    "allowedRolesAndUsers": (KEYWORD, ("allowed_roles_and_users",)),
+    "effectiveRange": (DATE_RANGE, ("effective_start", "effective_end")),
+}
+"""Index name -> (its kind in Plone, its typed columns in the order of
+the index's expressions)."""
+
+
 def name_literal(name: str) -> str:
     """Quote *name* as an SQL string literal (names are registry-checked)."""
     if not _NAME.match(name):
@@ -121,6 +143,9 @@ class IndexDef:
     kind: str
     attrs: tuple[str, ...] = ()
     options: dict = field(default_factory=dict, compare=False, hash=False)
+    # Whether searches may read the typed columns of a hot key: the
+    # tool's, once they are filled (see :func:`typed_for`); not stored
+    typed: bool = field(default=False, compare=False, hash=False)
 
     @property
     def source_names(self) -> tuple[str, ...]:
@@ -173,31 +198,55 @@ class IndexDef:
         """The index name as an SQL literal, for ``idx->'name'``."""
         return name_literal(self.name)
 
+    @property
+    def hot(self) -> tuple[str, ...] | None:
+        """The typed columns searches read instead of ``idx``, if any."""
+        if not self.typed:
+            return None
+        return hot_columns(self)
+
     def expression(self) -> str:
         """The SQL expression that equality, ranges and sorting use."""
+        hot = self.hot
+        if hot and len(hot) == 1:
+            return hot[0]
+        return self.idx_expression()
+
+    def idx_expression(self, idx: str = "idx") -> str:
+        """:meth:`expression` as read from *idx*, the SQL of an ``idx`` value."""
         if self.kind in (FIELD, UUID, DATE, BOOLEAN, GOPIP):
             sql_type = self.sql_type
             if sql_type == "text":
-                return f'((idx->>{self.key}) COLLATE "C")'
+                return f'(({idx}->>{self.key}) COLLATE "C")'
             if sql_type == "jsonb":
-                return f"(idx->{self.key})"
-            return f"((idx->>{self.key})::{sql_type})"
+                return f"({idx}->{self.key})"
+            return f"(({idx}->>{self.key})::{sql_type})"
         if self.column is not None:
             return self.column
         if self.kind in (KEYWORD, DATE_RECURRING):
-            return f"(idx->{self.key})"
+            return f"({idx}->{self.key})"
         if self.kind == TEXT:
-            return f"((idx->>{self.key})::tsvector)"
+            return f"(({idx}->>{self.key})::tsvector)"
         if self.kind == PATH:
             return "path"
         if self.kind == DATE_RANGE:
             raise TypeError("a DateRangeIndex has two expressions: range_expressions()")
         raise TypeError(f"no expression for {self.kind}")
 
-    def range_expressions(self) -> tuple[str, str]:
+    def range_expressions(self) -> tuple[str, ...]:
         """Start and end of a DateRangeIndex (open ends are stored as
         :data:`OPEN_START` / :data:`OPEN_END`)."""
-        return (f"((idx->{self.key}->>0)::bigint)", f"((idx->{self.key}->>1)::bigint)")
+        return self.hot or self.idx_range_expressions()
+
+    def idx_range_expressions(self, idx: str = "idx") -> tuple[str, str]:
+        """:meth:`range_expressions` as read from *idx*."""
+        return (f"(({idx}->{self.key}->>0)::bigint)", f"(({idx}->{self.key}->>1)::bigint)")
+
+    def idx_expressions(self, idx: str = "idx") -> tuple[str, ...]:
+        """Every expression of this index, as read from *idx*."""
+        if self.kind == DATE_RANGE:
+            return self.idx_range_expressions(idx)
+        return (self.idx_expression(idx),)
 
     def to_data(self) -> dict:
         return {
@@ -210,6 +259,25 @@ class IndexDef:
     @classmethod
     def from_data(cls, data: dict) -> IndexDef:
         return cls(data["name"], data["kind"], tuple(data.get("attrs", ())), dict(data.get("options", {})))
+
+
+def hot_columns(index: IndexDef) -> tuple[str, ...] | None:
+    """The typed columns that hold *index*'s values, if it is one of
+    :data:`HOT_KEYS` defined as Plone defines it (the columns then hold
+    exactly what its expressions read from ``idx``)."""
+    if index.name not in HOT_KEYS:
+        return None
+    kind, columns = HOT_KEYS[index.name]
+    if index.kind != kind or index.idx_expressions() != IndexDef(index.name, kind).idx_expressions():
+        return None
+    return columns
+
+
+def typed_for(tool: Any, index: IndexDef) -> IndexDef:
+    """*index* as the searches of *tool* read it: from the typed columns
+    once the tool's are filled (``_pgc_typed``)."""
+    typed = bool(getattr(tool, "_pgc_typed", False))
+    return index if index.typed == typed else replace(index, typed=typed)
 
 
 def index_def_from_zcatalog(index: Any) -> IndexDef | None:
@@ -323,12 +391,12 @@ def custom_kind(kind: str) -> Any:
 def index_defs(tool: Any) -> dict[str, IndexDef]:
     """The tool's indexes by name, in definition order (built once per
     change of the stored tuple, in a volatile attribute)."""
-    stored = tool._pgc_indexes
+    stored, typed = tool._pgc_indexes, bool(getattr(tool, "_pgc_typed", False))
     cached = tool.__dict__.get("_v_index_defs")
-    if cached is not None and cached[0] is stored:
-        return cached[1]
-    defs = {data["name"]: IndexDef.from_data(data) for data in stored}
-    tool._v_index_defs = (stored, defs)
+    if cached is not None and cached[0] is stored and cached[1] == typed:
+        return cached[2]
+    defs = {data["name"]: replace(IndexDef.from_data(data), typed=typed) for data in stored}
+    tool._v_index_defs = (stored, typed, defs)
     return defs
 
 

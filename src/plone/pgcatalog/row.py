@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 from enum import Enum
+from plone.pgcatalog import registry as r
 from plone.pgcatalog.registry import name_literal
 from typing import Any
 
@@ -29,6 +30,8 @@ __all__ = [
     "COLUMNS",
     "STAMP",
     "STAMP_COLUMN",
+    "TYPED",
+    "TypedColumn",
     "column_names",
     "CatalogRow",
     "Column",
@@ -38,6 +41,7 @@ __all__ = [
     "column_ddl",
     "differs_sql",
     "extra_columns",
+    "fill_typed_sql",
     "committed_sql",
     "full_update_sql",
     "merged_sql",
@@ -48,6 +52,8 @@ __all__ = [
     "record",
     "record_columns_sql",
     "sql_params",
+    "typed_select_sql",
+    "typed_sets",
 ]
 
 
@@ -93,6 +99,55 @@ COLUMNS: tuple[Column, ...] = (
     Column("object_provides", "JSONB", Merge.IF_CARRIED, json=True),
 )
 """Every catalog column, in the order the table gets them."""
+
+
+@dataclass(frozen=True)
+class TypedColumn:
+    """A typed copy of one expression of a hot key's value in ``idx``
+    (:data:`~plone.pgcatalog.registry.HOT_KEYS`).  Never written from
+    Python: every statement that writes ``idx`` sets it from the new
+    ``idx`` in SQL, so it cannot disagree with ``idx``."""
+
+    name: str
+    declared: str
+    index: str  # the hot key's index name
+    position: int  # which of that index's expressions
+
+    def value_sql(self, idx: str) -> str:
+        """Its value in a row whose ``idx`` is the SQL *idx*."""
+        kind, _ = r.HOT_KEYS[self.index]
+        return r.IndexDef(self.index, kind).idx_expressions(f"({idx})")[self.position]
+
+
+_TYPED_DECLARED = {r.FIELD: 'TEXT COLLATE "C"', r.KEYWORD: "JSONB", r.DATE_RANGE: "BIGINT"}
+
+TYPED: tuple[TypedColumn, ...] = tuple(
+    TypedColumn(column, _TYPED_DECLARED[kind], name, position)
+    for name, (kind, columns) in r.HOT_KEYS.items()
+    for position, column in enumerate(columns)
+)
+"""The typed columns of the hot keys, in the order the table gets them."""
+
+
+def typed_sets(idx: str) -> str:
+    """SET clauses of the typed columns of a row whose new ``idx`` is the
+    SQL *idx*."""
+    return ", ".join(f"{t.name} = {t.value_sql(idx)}" for t in TYPED)
+
+
+def typed_select_sql(idx: str | None, alias: str) -> str:
+    """Select-list entries of the typed columns: the stored ones of table
+    *alias*, or, where ``idx`` is the expression *idx*, derived from it."""
+    return ", ".join(
+        f"{t.value_sql(idx) if idx is not None else f'{alias}.{t.name}'} AS {t.name}" for t in TYPED
+    )
+
+
+def fill_typed_sql() -> str:
+    """Set every catalog row's typed columns from its ``idx`` (an install
+    of a release before them, or rows written while they were not read)."""
+    differs = " OR ".join(f"{t.name} IS DISTINCT FROM {t.value_sql('idx')}" for t in TYPED)
+    return f"UPDATE object_state SET {typed_sets('idx')} WHERE idx IS NOT NULL AND ({differs})"
 
 
 def own_columns() -> tuple[Column, ...]:
@@ -208,14 +263,18 @@ def record_columns_sql(written: bool = False) -> str:
     return ", ".join(fields)
 
 
-def differs_sql(stored: str, fresh: str) -> str:
+def differs_sql(stored: str, fresh: str, typed: bool = False) -> str:
     """SQL that is true where the stored row (table *stored*) differs from
-    a full :func:`record` (table *fresh*) in a column searches read."""
-    return " OR ".join(
+    a full :func:`record` (table *fresh*) in a column searches read (the
+    typed columns too, when they are read)."""
+    tests = [
         f"{_unordered(c, f'{stored}.{c.name}')} IS DISTINCT FROM {_unordered(c, f'{fresh}.{c.name}')}"
         for c in COLUMNS
         if c.overlaid
-    )
+    ]
+    if typed:
+        tests += [f"{stored}.{t.name} IS DISTINCT FROM {t.value_sql(f'{stored}.idx')}" for t in TYPED]
+    return " OR ".join(tests)
 
 
 def _unordered(column: Column, value: str) -> str:
@@ -267,24 +326,25 @@ conflict check reads both."""
 def column_ddl() -> str:
     """``ADD COLUMN`` clauses for every catalog column and the stamp
     (idempotent)."""
-    columns = [f"    ADD COLUMN IF NOT EXISTS {c.name} {c.declared}" for c in COLUMNS]
+    columns = [f"    ADD COLUMN IF NOT EXISTS {c.name} {c.declared}" for c in (*COLUMNS, *TYPED)]
     return ",\n".join([*columns, f"    ADD COLUMN IF NOT EXISTS {STAMP_COLUMN} BIGINT"])
 
 
 def column_names() -> list[str]:
     """Every column the catalog adds to ``object_state`` (what uninstall drops)."""
-    return [*(c.name for c in COLUMNS), STAMP_COLUMN]
+    return [*(c.name for c in (*COLUMNS, *TYPED)), STAMP_COLUMN]
 
 
 def extra_columns() -> list[tuple[str, str]]:
     """``(column, value SQL)`` that zodb-pgjsonb writes with an object's
     row, from :func:`sql_params` of a full row."""
-    return [(c.name, _param(c)) for c in COLUMNS]
+    idx = _param(next(c for c in COLUMNS if c.name == "idx"))
+    return [*((c.name, _param(c)) for c in COLUMNS), *((t.name, t.value_sql(idx)) for t in TYPED)]
 
 
 def full_update_sql() -> str:
     """Write a full row (parameters: :func:`sql_params` and ``zoid``)."""
-    sets = ", ".join(f"{c.name} = {_param(c)}" for c in COLUMNS)
+    sets = ", ".join(f"{name} = {value}" for name, value in extra_columns())
     return f"UPDATE object_state SET {sets}, {STAMP} WHERE zoid = %(zoid)s"
 
 
@@ -292,11 +352,10 @@ def partial_update_sql() -> str:
     """Merge partial rows into the stored ones, all in one statement (a
     partial reindex of a workflow change, the rows below a moved folder);
     the one parameter is :func:`partial_update_params`."""
-    sets = ", ".join(
-        f"{c.name} = {merged_sql(c, f'o.{c.name}', f'p.{c.name}', f'p.has_{c.name}')}" for c in COLUMNS
-    )
+    merged = {c.name: merged_sql(c, f"o.{c.name}", f"p.{c.name}", f"p.has_{c.name}") for c in COLUMNS}
+    sets = ", ".join(f"{name} = {value}" for name, value in merged.items())
     return (
-        f"UPDATE object_state o SET {sets}, {STAMP} "
+        f"UPDATE object_state o SET {sets}, {typed_sets(merged['idx'])}, {STAMP} "
         f"FROM jsonb_to_recordset(%s::jsonb) AS p({record_columns_sql(written=True)}) WHERE o.zoid = p.zoid"
     )
 
@@ -308,7 +367,7 @@ def partial_update_params(rows: Mapping[int, CatalogRow]) -> list[str]:
 
 def clear_all_sql() -> str:
     """SET clause that uncatalogs a row."""
-    return ", ".join([*(f"{c.name} = NULL" for c in COLUMNS), STAMP])
+    return ", ".join([*(f"{c.name} = NULL" for c in (*COLUMNS, *TYPED)), STAMP])
 
 
 def _cleared_keys(column: Column, cleared: Mapping[str, str | None]) -> list[str]:
@@ -361,6 +420,8 @@ def clear_index_sql(name: str, column: str | None) -> str:
             empty = "NULLIF({}, '{{}}')" if c.empty_is_null else "{}"
             sets.append(f"{c.name} = " + empty.format(f"{c.name} - {key}"))
             found.append(f"{c.name} ? {key}")
+            if c.name == "idx" and name in r.HOT_KEYS:
+                sets.append(typed_sets(f"idx - {key}"))
     return (
         f"UPDATE object_state SET {', '.join(sets)} "
         f"WHERE ({' OR '.join(found)}) AND NOT (zoid = ANY(%s::bigint[]))"

@@ -29,20 +29,23 @@ __all__ = [
     "catalog_installed",
     "CATALOG_ROWS",
     "FOLD_TEXT_STATISTICS",
+    "HOT_KEYS_INDEX",
     "ROWS",
-    "TYPE_EXPRESSION",
+    "drop_index_ddl",
     "index_ddl",
     "index_name",
     "schema_sql",
+    "type_expression",
 ]
 
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
-1: before the version was recorded."""
+1: before the version was recorded; 3: the hot keys' typed columns are
+filled and searches read them (``row.TYPED``)."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -85,7 +88,19 @@ CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTEGER PRIMARY KEY, version INT
 CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (searchable_text)
     WHERE searchable_text IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
+{HOT_KEYS_INDEX};
 {TEXT_STATISTICS}"""
+
+
+# One B-tree holds every hot key (registry.HOT_KEYS) and the path: a type's
+# (and state's) items in record id order, with what a search filters them
+# by.  Counting them, or finding the first of them that a user may see,
+# reads this index alone (index-only, where the table's pages are all
+# visible, as VACUUM leaves them).
+HOT_KEYS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS pgcatalog_hot_keys ON object_state (portal_type, review_state, zoid) "
+    "INCLUDE (allowed_roles_and_users, effective_start, effective_end, path) WHERE portal_type IS NOT NULL"
+)
 
 
 # Okapi BM25 needs, per text index, how many documents it holds and their
@@ -129,8 +144,10 @@ INSERT INTO pgcatalog_text_stats
 SELECT index_name, sum(documents), sum(words) FROM folded GROUP BY index_name HAVING sum(documents) <> 0"""
 
 
-# The SQL expression of ``portal_type``, as its FieldIndex compares it
-TYPE_EXPRESSION = r.IndexDef(r.TYPE_INDEX, r.FIELD).expression()
+def type_expression(typed: bool) -> str:
+    """The SQL expression of ``portal_type`` as its FieldIndex compares it:
+    its typed column once searches read those (*typed*)."""
+    return r.IndexDef(r.TYPE_INDEX, r.FIELD, typed=typed).expression()
 
 
 def index_name(index: r.IndexDef, expression: str, suffix: str = "") -> str:
@@ -166,15 +183,28 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         f"WHERE ({exprs[0]}) IS NOT NULL"
     ]
     if kind == r.DATE:
-        typed = f"{TYPE_EXPRESSION}, {columns}"
+        by_type = f"{type_expression(index.typed)}, {columns}"
         ddl.append(
-            f"CREATE INDEX IF NOT EXISTS {index_name(index, typed, '_by_type')} ON object_state ({typed}) "
+            f"CREATE INDEX IF NOT EXISTS {index_name(index, by_type, '_by_type')} ON object_state ({by_type}) "
             f"WHERE ({exprs[0]}) IS NOT NULL"
         )
-    if index.column is None:  # a column of its own has column statistics
+    if index.column is None and not index.hot:  # a column of its own has column statistics
         stats_on = ", ".join(f"({e})" for e in exprs)
         ddl.append(f"CREATE STATISTICS IF NOT EXISTS {name}_stats ON {stats_on} FROM object_state")
     return ddl
+
+
+def drop_index_ddl(index: r.IndexDef, keep: r.IndexDef) -> list[str]:
+    """DDL that drops what :func:`index_ddl` builds for *index* and not for
+    *keep* (an upgrade drops the expression indexes that typed columns
+    replace)."""
+    kept = set(index_ddl(keep))
+    drops = []
+    for statement in index_ddl(index):
+        if statement not in kept:
+            what, name = re.match(r"CREATE (INDEX|STATISTICS) IF NOT EXISTS (\w+)", statement).groups()
+            drops.append(f"DROP {what} IF EXISTS {name}")
+    return drops
 
 
 RECORD_SCHEMA_VERSION = f"""CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL);

@@ -127,7 +127,10 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         # the record id last: a total order, so that windows and batches
         # are stable (ZCatalog's unsorted results come in record id order too)
         select = _ordered_select(
-            catalog, f"{where} ORDER BY {', '.join([*stmt.order, stmt.tiebreak])}", stmt.params
+            catalog,
+            f"{where} ORDER BY {', '.join([*stmt.order, stmt.tiebreak])}",
+            stmt.params,
+            count_apart=(where, stmt.params) if stmt.covered else None,
         )
 
     if b_size is None:
@@ -165,12 +168,23 @@ def _any(catalog: Catalog, stmt: Statement) -> bool:
     return bool(select_rows(catalog.tool, "1", f"{stmt.where_sql()} LIMIT 1", stmt.params))
 
 
-def _ordered_select(catalog: Catalog, ordered: str, ordered_params: list) -> Select:
-    """A :data:`Select` over ``WHERE ordered``."""
+def _ordered_select(
+    catalog: Catalog, ordered: str, ordered_params: list, count_apart: tuple[str, list] | None = None
+) -> Select:
+    """A :data:`Select` over ``WHERE ordered``.  Its count is a window over
+    the matches it reads anyway, or, with *count_apart* (``where, params``
+    of a covered statement), a subquery that the covering index answers
+    alone while the rows come off an index in order."""
 
     def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
-        columns = "zoid, path" + (", count(*) OVER ()" if counted else "") + (", meta" if metadata else "")
-        return select_rows(catalog.tool, columns, f"{ordered} {tail}", [*ordered_params, *params])
+        columns, head = "zoid, path", []
+        if counted and count_apart:
+            columns += f", (SELECT count(*) FROM {ROWS} WHERE {count_apart[0]})"
+            head = count_apart[1]
+        elif counted:
+            columns += ", count(*) OVER ()"
+        columns += ", meta" if metadata else ""
+        return select_rows(catalog.tool, columns, f"{ordered} {tail}", [*head, *ordered_params, *params])
 
     return select
 

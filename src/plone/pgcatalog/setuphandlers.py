@@ -19,6 +19,10 @@ from plone.pgcatalog.database import site_path
 from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import META_TYPE as LEXICON_META_TYPE
 from plone.pgcatalog.pending import changes_for
+from plone.pgcatalog.row import column_ddl
+from plone.pgcatalog.row import fill_typed_sql
+from plone.pgcatalog.schema import drop_index_ddl
+from plone.pgcatalog.schema import HOT_KEYS_INDEX
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.schema import RECORD_SCHEMA_VERSION
 from plone.pgcatalog.schema import SCHEMA_VERSION
@@ -60,6 +64,14 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
+    if not tool._pgc_typed:
+        # the hot keys' typed columns, filled from idx in the commit, are
+        # what searches read from then on; their expression indexes go
+        pending.ddl.extend([f"ALTER TABLE object_state\n{column_ddl()}", HOT_KEYS_INDEX, fill_typed_sql()])
+        untyped = r.index_defs(tool)
+        tool._pgc_typed = True
+        for name, index in r.index_defs(tool).items():
+            pending.ddl.extend(drop_index_ddl(untyped[name], keep=index))
     for index in r.index_defs(tool).values():
         pending.ddl.extend(index_ddl(index))
     pending.ddl.append(RECORD_SCHEMA_VERSION)
@@ -126,6 +138,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     columns = tuple(old.schema())
 
     tool = PGCatalogTool()
+    tool._pgc_typed = True
     r.set_index_defs(tool, defs)
     r.set_metadata_columns(tool, columns)
     site._delObject("portal_catalog", suppress_events=True)
@@ -137,7 +150,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     register_required_tool(site.portal_setup)
 
     pending = changes_for(tool)
-    for index in defs:
+    for index in r.index_defs(tool).values():
         pending.ddl.extend(index_ddl(index))
     pending.ddl.append(RECORD_SCHEMA_VERSION)
     expected = len(old)

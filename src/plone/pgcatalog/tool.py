@@ -101,6 +101,7 @@ class PGCatalogTool(UniqueObject, Folder):
     _pgc_columns: tuple = ()
     _pgc_complete = True  # False while an install catalogs the content in batches
     _pgc_expected: int | None = None  # how many items that install expects
+    _pgc_typed = False  # searches read the hot keys' typed columns (schema version 3)
 
     # ZCatalog's management tabs (see plone.pgcatalog.zmi)
     manage_options = (
@@ -195,7 +196,7 @@ class PGCatalogTool(UniqueObject, Folder):
         except ValueError as exc:
             logger.error("%s", exc)
             raise CatalogError(str(exc)) from exc
-        ddl = index_ddl(index)
+        ddl = index_ddl(r.typed_for(self, index))
         if ddl:  # checked before anything is registered: nothing half done
             require_schema_owner(self, f"Adding the index {name!r}")
         r.set_index_defs(self, [*r.index_defs(self).values(), index])

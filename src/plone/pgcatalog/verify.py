@@ -123,7 +123,7 @@ def _stale(catalog: Any, objects: list[tuple[int, str, Any]]) -> list[str]:
     records = orjson.dumps([row.record(zoid, r) for zoid, r in fresh.items()]).decode()
     found = read(
         catalog,
-        f"SELECT p.zoid, {row.differs_sql('o', 'p')}, o.meta "
+        f"SELECT p.zoid, {row.differs_sql('o', 'p', typed=catalog._pgc_typed)}, o.meta "
         f"FROM jsonb_to_recordset(%s::jsonb) AS p({row.record_columns_sql()}) "
         "JOIN object_state o ON o.zoid = p.zoid",
         [records],
