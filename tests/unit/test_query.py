@@ -1,5 +1,7 @@
 """The query builder: ZCatalog query dicts → one parameterised statement."""
 
+from dataclasses import replace
+from DateTime import DateTime
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
@@ -63,6 +65,37 @@ class BuildTest(unittest.TestCase):
         self.assertIn("= %s::text", stmt.where_sql())
         several = compiled({"portal_type": ["Document", "Event"]})
         self.assertIn('{"Document","Event"}', several.params)  # an array parameter
+
+    def test_security_clauses_filter_what_others_find(self):
+        """Plone's security clauses hold for most items: behind another
+        index's clause they are filters (inside COALESCE no index serves
+        them), alone they lead."""
+        security = {
+            "allowedRolesAndUsers": ["Anonymous", "Manager"],
+            "effectiveRange": DateTime("2024/01/01"),
+        }
+        defs = {**INDEXES, "allowedRolesAndUsers": r.IndexDef("allowedRolesAndUsers", r.KEYWORD)}
+        stmt = build(canonical({"Subject": "a", **security}), defs, {}, ())
+        self.assertEqual(stmt.where[0], "((idx->'Subject') @> %s::jsonb)")
+        self.assertTrue(all(w.startswith("(COALESCE(") or w.startswith("COALESCE(") for w in stmt.where[1:]))
+        alone = build(canonical(security), defs, {}, ())
+        self.assertEqual(alone.where[0], "((idx->'allowedRolesAndUsers') ?| %s::text[])")
+        self.assertTrue(alone.where[1].startswith("COALESCE("))
+
+    def test_hot_keys_read_typed_columns(self):
+        """With the typed columns filled (a tool's ``_pgc_typed``) the hot
+        keys read them; a type's query is covered (counted off the
+        covering index); an index defined otherwise reads idx."""
+        typed = {name: replace(index, typed=True) for name, index in INDEXES.items()}
+        stmt = build(canonical({"portal_type": "Document", "effectiveRange": DateTime()}), typed, {}, ())
+        self.assertEqual(stmt.where[0], "portal_type = %s::text")
+        self.assertIn("COALESCE(effective_start <= %s AND effective_end >= %s, false)", stmt.where[1])
+        self.assertTrue(stmt.covered)
+        self.assertFalse(compiled({"portal_type": "Document"}).covered)  # not typed: idx
+        numeric = replace(typed["portal_type"], options={"value_type": r.JSON_VALUE})
+        self.assertIsNone(numeric.hot)
+        self.assertEqual(numeric.expression(), "(idx->'portal_type')")
+        self.assertEqual(r.IndexDef("Subject", r.KEYWORD, typed=True).expression(), "(idx->'Subject')")
 
     def test_bad_range_is_zcatalogs_type_error(self):
         with self.assertRaises(Fault) as raised:

@@ -164,8 +164,8 @@ class Statement:
     selective: bool = False
     # A clause on the typed ``portal_type``: the hot keys' covering index
     # (schema.HOT_KEYS_INDEX) holds what the security and effective range
-    # clauses test, so they are written as filters (see _filter), and the
-    # matches are counted from that index alone (search._all_matches).
+    # clauses test, so the matches are counted from that index alone
+    # (search._ordered_select) while their first rows come off an index.
     covered: bool = False
 
     def where_sql(self) -> str:
@@ -563,19 +563,29 @@ def _any_of(index: r.IndexDef, keys: list, stmt: Statement) -> list[str]:
 
 
 def _filter(clause: str, stmt: Statement, index: r.IndexDef | None = None) -> str:
-    """*clause*, as a filter only when the statement is selective, or
-    covered and the clause is on a hot key (*index*).
+    """*clause*, as a filter only when the statement is selective, or when
+    it is one of the clauses Plone adds to every search (*index* is
+    :data:`_TRAILING`) and another index's clause leads.
 
     A UID or a folder's contents find a few rows through their own index;
     a security or date-range clause then only needs testing on those rows.
     Left as it is, the planner ANDs it in as a bitmap: a GIN scan of every
-    row a Manager may see, milliseconds on a large site.  A type's rows
-    carry the hot keys in the covering index that finds them.  Inside
-    COALESCE the clause matches no index (nor implies the partial indexes'
-    IS NOT NULL), and it still is false for rows without a value.
+    row a Manager may see, milliseconds on a large site.  The security
+    terms and the effective range hold for most items of a site, and the
+    planner, which takes them as independent of the other clauses, would
+    read them as a bitmap behind any of them (and a type's items carry them
+    in the covering index that finds them).  Inside COALESCE the clause
+    matches no index (nor implies the partial indexes' IS NOT NULL), and it
+    still is false for rows without a value.
     """
-    hidden = stmt.selective or (stmt.covered and index is not None and bool(index.hot))
-    return f"COALESCE({clause}, false)" if hidden else clause
+    trailing = index is not None and index.name in _TRAILING and bool(stmt.where)
+    return f"COALESCE({clause}, false)" if stmt.selective or trailing else clause
+
+
+# Plone's security clauses (CatalogTool.searchResults adds them to every
+# search but a Manager's unrestricted ones): they come last, as filters
+# of what the other clauses find (see _filter)
+_TRAILING = ("allowedRolesAndUsers", "effectiveRange")
 
 
 def _date_range(index: r.IndexDef, q: IndexQuery, stmt: Statement) -> None:
@@ -668,10 +678,15 @@ def build(
     zorder = sorted(named, key=lambda index: (index.kind not in _UNLIMITED_KINDS, index.name))
     rank = {index.name: n for n, index in enumerate(zorder)}
     empty_at, faults = len(zorder), []
-    # UID and path clauses first, then the type: when they are selective
-    # or covering, the others are written as filters (see _filter)
+    # UID and path clauses first, then the type, the security clauses
+    # last: when others lead, these are written as filters (see _filter)
     for index in sorted(
-        named, key=lambda index: (index.kind not in (r.UUID, r.PATH), index.name != r.TYPE_INDEX)
+        named,
+        key=lambda index: (
+            index.name in _TRAILING,
+            index.kind not in (r.UUID, r.PATH),
+            index.name != r.TYPE_INDEX,
+        ),
     ):
         try:
             _clause(index, query, stmt, lexicons, catalog_path)
