@@ -53,6 +53,9 @@ class ReadTest(CatalogTestCase):
             paths = [b.getPath() for b in results[:10]]
             self.assertEqual(paths[0], "/plone/many/d0000")
             self.assertEqual(calls, [])  # no metadata touched, no metadata query
+            # the first window's metadata came with the first rows
+            self.assertEqual([b.Title for b in results[:20]], [f"Doc {i:04d}" for i in range(20)])
+            self.assertEqual(calls, [])
             self.assertEqual(results[50].Title, "Doc 0050")
             self.assertEqual(len(calls), 1)  # one query, for a window
             self.assertLess(calls[0], 100)

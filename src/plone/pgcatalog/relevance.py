@@ -212,14 +212,21 @@ def ranked_sql(
     return "WITH " + ",\n".join(ctes), params
 
 
-def scored_sql(tail: str, counted: bool = False, metadata: bool = False) -> str:
+def scored_sql(tail: str, counted: bool = False, metadata: bool = False, first: int = 0) -> str:
     """Select from :func:`ranked_sql`'s matches, best first (ties by record
     id, highest first, as ZCatalog orders them): ``zoid, path, score``,
     the best score of all matches, then their number when *counted*, then
-    the stored metadata of the selected rows when *metadata*; *tail*
-    (LIMIT, OFFSET) applies to the matches."""
+    the stored metadata of the selected rows when *metadata*, or of the
+    *first* ones only (NULL after them); *tail* (LIMIT, OFFSET) applies to
+    the matches."""
     columns = "zoid, path, score, max(score) OVER ()" + (", count(*) OVER ()" if counted else "")
     sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+    if first:
+        return (
+            f"SELECT s.*, CASE WHEN row_number() OVER (ORDER BY s.score DESC, s.zoid DESC) <= {int(first)} "
+            f"THEN (SELECT o.meta FROM object_state o WHERE o.zoid = s.zoid) END "
+            f"FROM ({sql}) AS s ORDER BY s.score DESC, s.zoid DESC"
+        )
     if not metadata:
         return sql
     return (

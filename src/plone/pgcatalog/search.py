@@ -36,6 +36,7 @@ from plone.pgcatalog.relevance import scored_sql
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MAX_PAGE
 from plone.pgcatalog.results import MIN_ROWS
+from plone.pgcatalog.results import MIN_WINDOW
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from typing import Any
@@ -57,9 +58,10 @@ class Catalog:
 
 
 # A select of a search's rows: select(tail, params, counted=False,
-# metadata=False) selects them in order, ``tail`` (LIMIT, OFFSET) appended;
-# each row is (zoid, path[, score, normalized score]), then the number of
-# matches when *counted*, then the stored metadata when *metadata*.
+# metadata=False, first=0) selects them in order, ``tail`` (LIMIT, OFFSET)
+# appended; each row is (zoid, path[, score, normalized score]), then the
+# number of matches when *counted*, then the stored metadata when
+# *metadata*, or, with *first*, of the first rows only (None after them).
 Select = Callable[..., list[tuple]]
 
 
@@ -148,7 +150,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
             total = offset + len(rows)  # a short batch ends the result
-        return _results(catalog, rows, length=len(rows), total=total, count=count, metadata=metadata)
+        return _results(
+            catalog, rows, length=len(rows), total=total, count=count, metadata=len(rows) if metadata else 0
+        )
     # Python slice semantics (negative starts) on the first `limit` rows
     limited = limit is not None and limit > 0
     first = _rows(select, 0, _bounded(limit)) if limited else select("", [])
@@ -176,7 +180,9 @@ def _ordered_select(
     of a covered statement), a subquery that the covering index answers
     alone while the rows come off an index in order."""
 
-    def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
+    def select(
+        tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
+    ) -> list[tuple]:
         columns, head = "zoid, path", []
         if counted and count_apart:
             columns += f", (SELECT count(*) FROM {ROWS} WHERE {count_apart[0]})"
@@ -184,7 +190,16 @@ def _ordered_select(
         elif counted:
             columns += ", count(*) OVER ()"
         columns += ", meta" if metadata else ""
-        return select_rows(catalog.tool, columns, f"{ordered} {tail}", [*head, *ordered_params, *params])
+        params = [*head, *ordered_params, *params]
+        if not first:
+            return select_rows(catalog.tool, columns, f"{ordered} {tail}", params)
+        # the rows leave the subquery in its order, which the numbering keeps
+        return read(
+            catalog.tool,
+            f"SELECT s.*, {_first_metadata('row_number() OVER ()', first)} "
+            f"FROM (SELECT {columns} FROM {ROWS} WHERE {ordered} {tail}) AS s",
+            params,
+        )
 
     return select
 
@@ -195,13 +210,15 @@ def _scored_select(catalog: Catalog, stmt: Statement, where: str) -> Select:
     ``data_record_score_`` and ``data_record_normalized_score_``."""
     head, head_params = ranked_sql(stmt.scored, where, stmt.params, get_pending())
 
-    def select(tail: str, params: list, counted: bool = False, metadata: bool = False) -> list[tuple]:
+    def select(
+        tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
+    ) -> list[tuple]:
         # planning this statement costs as much as running it (the text
         # index is read in several places), and every match is scored
         # whatever the words: the generic plan serves
         rows = read(
             catalog.tool,
-            f"{head}\n{scored_sql(tail, counted, metadata)}",
+            f"{head}\n{scored_sql(tail, counted, metadata, first)}",
             [*head_params, *params],
             generic=True,
         )
@@ -221,22 +238,30 @@ def _rows(select: Select, offset: int, limit: int) -> list[tuple]:
 def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
     """Every match of a search.
 
-    The first rows and the count come in one statement: len() is the
-    count and listings ask for it (counting later would mean a second
-    pass over every match whenever the plan reads them all anyway);
-    more rows are selected when somebody walks that far, with their
-    metadata (who walks a long result whole, as Plone's navigation does,
-    reads it: one statement instead of two).
+    The first rows, the count and the metadata of the first window of rows
+    come in one statement: len() is the count and listings ask for it
+    (counting later would mean a second pass over every match whenever the
+    plan reads them all anyway), and show the first rows; more rows are
+    selected when somebody walks that far, with their metadata (who walks a
+    long result whole, as Plone's navigation does, reads it: one statement
+    instead of two).
     """
-    rows = select("LIMIT %s", [MIN_ROWS], counted=True)
-    total = rows[0][-1] if rows else 0
+    rows = select("LIMIT %s", [MIN_ROWS], counted=True, first=MIN_WINDOW)
+    total = rows[0][-2] if rows else 0
     return _results(
         catalog,
-        [row[:-1] for row in rows],
+        [(*row[:-2], row[-1]) for row in rows],
         length=total,
         total=total,
         load_rows=partial(_rows_with_metadata, select),
+        metadata=MIN_WINDOW,
     )
+
+
+def _first_metadata(number: str, first: int) -> str:
+    """The stored metadata of a row numbered *number* (SQL) when it is one
+    of the *first* rows, else NULL."""
+    return f"CASE WHEN {number} <= {int(first)} THEN (SELECT o.meta FROM object_state o WHERE o.zoid = s.zoid) END"
 
 
 def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[tuple[tuple, Any]]:
@@ -253,9 +278,9 @@ def _split_metadata(rows: list[tuple]) -> list[tuple[tuple, Any]]:
     return [(row[:-1], pending.get(row[0], row[-1]) or {}) for row in rows]
 
 
-def _results(catalog: Catalog, rows: list[tuple], *, metadata: bool = False, **kw) -> CatalogResults:
+def _results(catalog: Catalog, rows: list[tuple], *, metadata: int = 0, **kw) -> CatalogResults:
     """Results over *rows*; with *metadata* each row ends with its stored
-    metadata (see :func:`_split_metadata`)."""
+    metadata, read for the first *metadata* rows (see :func:`_split_metadata`)."""
     tool = catalog.tool
 
     def wrap(brain):
@@ -265,7 +290,7 @@ def _results(catalog: Catalog, rows: list[tuple], *, metadata: bool = False, **k
     if metadata:
         split = _split_metadata(rows)
         rows = [row for row, _ in split]
-        loaded = {position: meta for position, (_, meta) in enumerate(split)}
+        loaded = {position: meta for position, (_, meta) in enumerate(split[:metadata])}
     return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
 
 
