@@ -17,6 +17,7 @@ from plone.pgcatalog.query import build
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import top_sql
 from plone.pgcatalog.registry import index_defs
+from plone.pgcatalog.row import fill_typed_sql
 from plone.pgcatalog.relevance import ranked_sql
 
 from psycopg import sql as pgsql
@@ -79,6 +80,7 @@ class ExplainTest(CatalogTestCase):
         # (in place, for every transaction) and change the plans
         self.conn.execute("LOCK TABLE object_state IN SHARE UPDATE EXCLUSIVE MODE")
         self.conn.execute(CLONE, [ROWS, self.zoid])
+        self.conn.execute(fill_typed_sql())  # the clones' typed columns, as the upgrade fills them
         self.conn.execute(FILLER, [ROWS * 10, self.zoid])
         # statistics of every row (ANALYZE samples 300 x target rows), so
         # that the plans do not change with a random sample
