@@ -5,6 +5,7 @@ from helpers import relpaths
 from plone import api
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog import search as search_module
+from functools import partial
 from unittest import mock
 
 from zope.interface import alsoProvides
@@ -250,3 +251,47 @@ class WriteTest(CatalogTestCase):
         transaction.abort()
         self.assertEqual(self.find(UID=uid), [])
         self.assertEqual(self.catalog.getCounter(), counter)
+
+
+class IndexerReadTest(CatalogTestCase):
+    """Extraction reads what the indexers give as plone.indexer's wrapper
+    gives it."""
+
+    def test_reader_reads_as_the_wrapper(self):
+        from plone.indexer.interfaces import IIndexableObject
+        from plone.pgcatalog import registry
+        from plone.pgcatalog.extraction import wrapper_reader
+        from Products.PythonScripts.PythonScript import manage_addPythonScript
+        from zope.component import queryMultiAdapter
+
+        manage_addPythonScript(self.portal, "pgc_acquired_script")
+        self.portal.pgc_acquired_value = "acquired, not indexed"
+        folder = api.content.create(container=self.portal, type="Folder", id="rf", title="Folder")
+        doc = api.content.create(container=folder, type="Document", id="rd", title="Doc", subject=("x",))
+        names = {s for d in registry.index_defs(self.catalog).values() for s in d.source_names}
+        names |= set(registry.metadata_columns(self.catalog))
+        names |= {"pgc_acquired_script", "pgc_acquired_value", "nothing_at_all", "review_state"}
+        names |= {"_getWrappedObject", "title", "id"}
+
+        def outcome(read, name):
+            try:
+                value = read(name)
+            except Exception as error:
+                return type(error)
+            if callable(value) and not isinstance(value, type):
+                try:
+                    value = value()
+                except Exception as error:
+                    return ("raised", type(error))
+            return value.getPhysicalPath() if hasattr(value, "getPhysicalPath") else value
+
+        for obj in (self.portal, folder, doc):
+            wrapper = queryMultiAdapter((obj, self.catalog), IIndexableObject)
+            read = wrapper_reader(wrapper)
+            self.assertIsNotNone(read)
+            for name in sorted(names):
+                with self.subTest(obj=obj.getId(), name=name):
+                    self.assertEqual(outcome(read, name), outcome(partial(getattr, wrapper), name))
+        self.assertEqual(outcome(read, "pgc_acquired_value"), AttributeError)
+        self.assertNotEqual(outcome(read, "pgc_acquired_script"), AttributeError)
+        self.assertIsNone(wrapper_reader(doc))  # not the wrapper: plain getattr
