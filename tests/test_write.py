@@ -295,3 +295,39 @@ class IndexerReadTest(CatalogTestCase):
         self.assertEqual(outcome(read, "pgc_acquired_value"), AttributeError)
         self.assertNotEqual(outcome(read, "pgc_acquired_script"), AttributeError)
         self.assertIsNone(wrapper_reader(doc))  # not the wrapper: plain getattr
+
+
+class RebuildWriteTest(CatalogTestCase):
+    """A rebuild's commit writes the rows that changed, in bulk."""
+
+    def stored(self):
+        with psycopg.connect(storage_dsn(self.portal)) as conn:
+            return {
+                path: (idx, meta, typed, tid)
+                for path, idx, meta, typed, tid in conn.execute(
+                    "SELECT path, idx, meta, portal_type, catalog_tid FROM object_state WHERE idx IS NOT NULL"
+                )
+            }
+
+    def find_titles(self, word):
+        return sorted(relpaths(self.portal, self.catalog.unrestrictedSearchResults(Title=word)))
+
+    def test_rebuild_writes_changed_rows_only(self):
+        for i in range(3):
+            api.content.create(container=self.portal, type="Document", id=f"r{i}", title=f"Rebuilt {i}")
+        transaction.commit()
+        self.catalog.clearFindAndRebuild()
+        transaction.commit()
+        before = self.stored()
+        with psycopg.connect(storage_dsn(self.portal)) as conn:
+            conn.execute("UPDATE object_state SET idx = idx - 'Title', meta = '{}' WHERE path = '/plone/r1'")
+            conn.execute("UPDATE object_state SET portal_type = 'Tampered' WHERE path = '/plone/r2'")
+        self.catalog.clearFindAndRebuild()
+        transaction.commit()
+        after = self.stored()
+        self.assertEqual(set(after), set(before))
+        rewritten = {path for path in after if after[path][3] != before[path][3]}
+        self.assertEqual(rewritten, {"/plone/r1", "/plone/r2"})
+        for path in after:
+            self.assertEqual(after[path][:3], before[path][:3], path)
+        self.assertEqual(self.find_titles("rebuilt"), ["/r0", "/r1", "/r2"])
