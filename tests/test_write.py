@@ -260,6 +260,8 @@ class IndexerReadTest(CatalogTestCase):
     def test_reader_reads_as_the_wrapper(self):
         from plone.indexer.interfaces import IIndexableObject
         from plone.pgcatalog import registry
+        from plone.pgcatalog.extraction import indexable
+        from plone.pgcatalog.extraction import walking
         from plone.pgcatalog.extraction import wrapper_reader
         from Products.PythonScripts.PythonScript import manage_addPythonScript
         from zope.component import queryMultiAdapter
@@ -285,16 +287,28 @@ class IndexerReadTest(CatalogTestCase):
                     return ("raised", type(error))
             return value.getPhysicalPath() if hasattr(value, "getPhysicalPath") else value
 
-        for obj in (self.portal, folder, doc):
-            wrapper = queryMultiAdapter((obj, self.catalog), IIndexableObject)
-            read = wrapper_reader(wrapper)
+        def compare(wrapper, read):
             self.assertIsNotNone(read)
             for name in sorted(names):
                 with self.subTest(obj=obj.getId(), name=name):
                     self.assertEqual(outcome(read, name), outcome(partial(getattr, wrapper), name))
-        self.assertEqual(outcome(read, "pgc_acquired_value"), AttributeError)
-        self.assertNotEqual(outcome(read, "pgc_acquired_script"), AttributeError)
+            if obj is not self.portal:  # the portal's own, the others acquire them
+                self.assertEqual(outcome(read, "pgc_acquired_value"), AttributeError)
+                self.assertNotEqual(outcome(read, "pgc_acquired_script"), AttributeError)
+
+        for obj in (self.portal, folder, doc):
+            wrapper = queryMultiAdapter((obj, self.catalog), IIndexableObject)
+            compare(wrapper, wrapper_reader(wrapper))
+            # a rebuild's walk: the wrapper made with the walk's workflow
+            # tool, names the object lacks acquired once per container
+            with walking() as walk:
+                for _ in range(2):
+                    made, read = indexable(obj, self.catalog)
+                    self.assertIs(type(made), type(wrapper))
+                    compare(made, read)
+            self.assertTrue(walk._acquired or obj is self.portal)
         self.assertIsNone(wrapper_reader(doc))  # not the wrapper: plain getattr
+        self.assertEqual(indexable(wrapper, self.catalog), (wrapper, None))
 
 
 class RebuildWriteTest(CatalogTestCase):

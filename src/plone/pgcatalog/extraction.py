@@ -11,14 +11,20 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Callable
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 
 from Acquisition import aq_base
+from Acquisition import aq_parent
+from Acquisition import aq_self
+from Acquisition import ImplicitAcquisitionWrapper
 from DateTime import DateTime
 from DateTime.interfaces import DateError
 from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
 from DateTime.interfaces import TimeError
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import partial
 from Missing import MV
 from plone.event.recurrence import recurrence_sequence_ical
@@ -34,6 +40,7 @@ from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import range_minutes
 from plone.pgcatalog.values import encode_metadata
+from Products.CMFCore.utils import getToolByName
 
 from zope.component import getSiteManager
 from zope.component import queryMultiAdapter
@@ -327,7 +334,16 @@ def metadata(attrs: Attributes, columns: Iterable[str]) -> dict:
     return meta
 
 
-__all__ = ["catalog_row", "extract", "metadata", "wrapper_reader"]
+__all__ = [
+    "Walk",
+    "catalog_row",
+    "extract",
+    "indexable",
+    "metadata",
+    "text_pipelines",
+    "walking",
+    "wrapper_reader",
+]
 
 
 def catalog_row(
@@ -341,10 +357,9 @@ def catalog_row(
     """The row *tool* catalogs for *obj* under *uid* (see :func:`extract`),
     from the object as plone.indexer wraps it for this catalog; with
     *columns*, only those metadata columns."""
-    wrapper = obj
-    if not IIndexableObject.providedBy(obj):
-        wrapper = queryMultiAdapter((obj, tool), IIndexableObject) or obj
-    pipelines = {name: lexicon.process for name, lexicon in lexicons(tool).items()}
+    wrapper, get = indexable(obj, tool)
+    walk = _walk.get()
+    pipelines = text_pipelines(tool) if walk is None else walk.pipelines(tool)
     return extract(
         wrapper,
         uid,
@@ -353,25 +368,84 @@ def catalog_row(
         pipelines,
         idxs,
         with_metadata,
-        wrapper_reader(wrapper),
+        get,
     )
 
 
-_WRAPPER_NAMES = frozenset(dir(IndexableObjectWrapper))
+def text_pipelines(tool: Any) -> dict[str, Callable]:
+    """The text pipelines of *tool*'s lexicons, by lexicon id."""
+    return {name: lexicon.process for name, lexicon in lexicons(tool).items()}
 
 
-def wrapper_reader(wrapper: Any) -> Callable[[str], Any] | None:
-    """``getattr(wrapper, name)`` for plone.indexer's wrapper, without its
-    cost per name: the wrapper looks the name's indexer up as
-    ``queryMultiAdapter((object, catalog), IIndexer, name)`` does, which
-    computes what the object provides again for every name (for Dexterity
-    content a schema and behaviours cache check, some 40 times per object:
-    a seventh of extraction on the benchmark site).  Here it is computed
-    once per object and the same registry lookup is made with it;
-    everything else is the wrapper's own ``__getattr__``, step by step.
-    None (plain ``getattr``) for any other wrapper or registry."""
-    if type(wrapper) is not IndexableObjectWrapper:
-        return None
+class Walk:
+    """What stays the same while a rebuild walks the site in one
+    transaction, read once instead of once per object: the catalog's text
+    pipelines, the workflow tool plone.indexer's wrapper asks for the
+    object's workflow variables, and what each container gives its
+    children by acquisition (see :func:`wrapper_reader`)."""
+
+    MAX_CONTAINERS = 1000
+
+    def __init__(self) -> None:
+        self._tools: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._acquired: dict[int, tuple[Any, dict[str, bool]]] = {}
+
+    def _of(self, catalog: Any, what: str, read: Callable[[Any], Any]) -> Any:
+        base = aq_base(catalog)
+        held = self._tools.get(id(base))
+        if held is None or held[0] is not base:
+            held = self._tools[id(base)] = (base, {})
+        if what not in held[1]:
+            held[1][what] = read(catalog)
+        return held[1][what]
+
+    def pipelines(self, catalog: Any) -> dict[str, Callable]:
+        """:func:`text_pipelines`, once per catalog."""
+        return self._of(catalog, "pipelines", text_pipelines)
+
+    def workflow_tool(self, catalog: Any) -> Any:
+        """``getToolByName(catalog, "portal_workflow", None)``, once per catalog."""
+        return self._of(catalog, "workflow", lambda tool: getToolByName(tool, "portal_workflow", None))
+
+    def acquires_nothing(self, container: Any, name: str) -> bool:
+        """Whether a child of *container* (an acquisition wrapper, the same
+        for all the children a walk lists) that lacks *name* gets nothing
+        for it from the wrapper: acquisition finds no attribute, or one
+        that is no Python Script."""
+        held = self._acquired.get(id(container))
+        if held is None or held[0] is not container:
+            if len(self._acquired) >= self.MAX_CONTAINERS:
+                self._acquired.clear()
+            held = self._acquired[id(container)] = (container, {})
+        outcome = held[1].get(name)
+        if outcome is None:
+            try:
+                found = getattr(container, name)
+            except AttributeError:
+                outcome = True
+            else:
+                outcome = getattr(found, "meta_type", None) != PYTHON_SCRIPT
+            held[1][name] = outcome
+        return outcome
+
+
+_walk: ContextVar[Walk | None] = ContextVar("plone.pgcatalog.walk", default=None)
+
+
+@contextmanager
+def walking() -> Iterator[Walk]:
+    """Extraction within the block may rely on a :class:`Walk`: the site
+    does not change while it runs (one transaction, cataloging only)."""
+    token = _walk.set(Walk())
+    try:
+        yield _walk.get()
+    finally:
+        _walk.reset(token)
+
+
+def _indexer_lookup() -> Callable | None:
+    """The registry lookup ``zope.component.queryMultiAdapter`` makes in
+    the current site, or None where it would not make it that way."""
     try:
         site_manager = getSiteManager()
     except Exception:
@@ -383,12 +457,76 @@ def wrapper_reader(wrapper: Any) -> Callable[[str], Any] | None:
         or getattr(adapters, "__func__", None) is not AdapterLookupBase.queryMultiAdapter
     ):
         return None
-    lookup = adapters.__self__.lookup
+    return adapters.__self__.lookup
+
+
+def indexable(obj: Any, tool: Any) -> tuple[Any, Callable[[str], Any] | None]:
+    """*obj* as the catalog reads it, ``IIndexableObject`` (as ZCatalog
+    adapts it), and how to read its attributes (None: ``getattr``).
+
+    What *obj* provides is computed once, for the adapter lookup and for
+    :func:`wrapper_reader`; during a :func:`walking` block plone.indexer's
+    wrapper gets its workflow variables from the walk's workflow tool."""
+    spec = providedBy(obj)
+    if spec.isOrExtends(IIndexableObject):
+        return obj, None
+    lookup = _indexer_lookup()
+    if lookup is None:
+        wrapper = queryMultiAdapter((obj, tool), IIndexableObject) or obj
+        return wrapper, wrapper_reader(wrapper)
+    required = (spec, providedBy(tool))
+    factory = lookup(required, IIndexableObject, "")
+    walk = _walk.get()
+    if factory is IndexableObjectWrapper and walk is not None:
+        # IndexableObjectWrapper.__init__, with the tool it looks up each time
+        wrapper = IndexableObjectWrapper.__new__(IndexableObjectWrapper)
+        workflow = walk.workflow_tool(tool)
+        state = vars(wrapper)
+        state["_IndexableObjectWrapper__object"] = obj
+        state["_IndexableObjectWrapper__catalog"] = tool
+        state["_IndexableObjectWrapper__vars"] = {}
+        if workflow is not None:
+            state["_IndexableObjectWrapper__vars"] = workflow.getCatalogVariablesFor(obj)
+    else:
+        wrapper = (factory(obj, tool) if factory is not None else None) or obj
+    return wrapper, wrapper_reader(wrapper, lookup, required, walk)
+
+
+_WRAPPER_NAMES = frozenset(dir(IndexableObjectWrapper))
+PYTHON_SCRIPT = "Script (Python)"
+
+
+def wrapper_reader(
+    wrapper: Any, lookup: Callable | None = None, required: tuple | None = None, walk: Walk | None = None
+) -> Callable[[str], Any] | None:
+    """``getattr(wrapper, name)`` for plone.indexer's wrapper, without its
+    cost per name: the wrapper looks the name's indexer up as
+    ``queryMultiAdapter((object, catalog), IIndexer, name)`` does, which
+    computes what the object provides again for every name (for Dexterity
+    content a schema and behaviours cache check, some 40 times per object:
+    a seventh of extraction on the benchmark site).  Here it is computed
+    once per object (*required*) and the same registry lookup is made with
+    it; everything else is the wrapper's own ``__getattr__``, step by step.
+
+    In a *walk*, a name the object lacks is not acquired from its container
+    once per child: the wrapper drops what acquisition finds unless it is
+    a Python Script, so only whether the container gives a Python Script
+    matters, and the walk knows it per container.  None (plain
+    ``getattr``) for any other wrapper or registry."""
+    if type(wrapper) is not IndexableObjectWrapper:
+        return None
+    lookup = lookup or _indexer_lookup()
+    if lookup is None:
+        return None
     state = vars(wrapper)
     obj = state["_IndexableObjectWrapper__object"]
     catalog = state["_IndexableObjectWrapper__catalog"]
     workflow_vars = state["_IndexableObjectWrapper__vars"]
-    required = (providedBy(obj), providedBy(catalog))
+    required = required or (providedBy(obj), providedBy(catalog))
+    base = aq_base(obj)
+    container = None
+    if walk is not None and type(obj) is ImplicitAcquisitionWrapper and aq_self(obj) is base:
+        container = aq_parent(obj)
 
     def read(name: str) -> Any:
         if name in _WRAPPER_NAMES or name in state:
@@ -400,12 +538,20 @@ def wrapper_reader(wrapper: Any) -> Callable[[str], Any] | None:
                 return indexer()
         if name in workflow_vars:
             return workflow_vars[name]
+        if container is not None and not name.startswith(("_", "aq_")):
+            try:
+                getattr(base, name)
+            except AttributeError:
+                if walk.acquires_nothing(container, name):
+                    raise
+            else:
+                return getattr(obj, name)
         value = getattr(obj, name)
         try:
-            getattr(aq_base(obj), name)
+            getattr(base, name)
         except AttributeError:
             # an acquired attribute counts only if it is a Python Script
-            if getattr(value, "meta_type", None) == "Script (Python)":
+            if getattr(value, "meta_type", None) == PYTHON_SCRIPT:
                 return value
             raise
         return value

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from itertools import batched
 from itertools import chain
 from plone.pgcatalog.connection import fetch
+from plone.pgcatalog.extraction import walking
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.values import array_literal
 
@@ -122,11 +123,13 @@ def content(obj: Any) -> Iterator[tuple[str, Any]]:
 
 
 def catalog_tree(catalog: Any, obj: Any, progress: Progress | None = None) -> None:
-    """Catalog *obj* and all content below it, each as a full row."""
-    for path, item in content(obj):
-        catalog.catalog_object(item, path)
-        if progress is not None:
-            progress.step()
+    """Catalog *obj* and all content below it, each as a full row (in one
+    transaction: extraction may rely on a :func:`~plone.pgcatalog.extraction.walking` memo)."""
+    with walking():
+        for path, item in content(obj):
+            catalog.catalog_object(item, path)
+            if progress is not None:
+                progress.step()
 
 
 def catalog_in_batches(
