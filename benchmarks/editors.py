@@ -441,10 +441,14 @@ def setup(config: dict) -> dict:
 # -- the driver ------------------------------------------------------------------------
 
 
-def spawn(role: str, config_file: Path, out: Path, index: int = 0) -> subprocess.Popen:
+def spawn(
+    role: str, config_file: Path, out: Path, index: int = 0, script: str = __file__
+) -> subprocess.Popen:
+    """Run *script* (this one unless given: another benchmark with the same
+    ``--role`` convention) as a process playing *role*."""
     command = [
         sys.executable,
-        str(Path(__file__).resolve()),
+        str(Path(script).resolve()),
         "--role",
         role,
         str(index),

@@ -62,6 +62,7 @@ from workload import SUBJECTS
 from workload import WORDS
 
 import argparse
+import editors
 import json
 import os
 import platform
@@ -265,16 +266,7 @@ def serve(config: dict, index: int) -> dict:
 
 
 def spawn(role: str, config_file: Path, out: Path, index: int = 0) -> subprocess.Popen:
-    command = [
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--role",
-        role,
-        str(index),
-        str(config_file),
-        str(out),
-    ]
-    return subprocess.Popen(command, cwd=HERE)
+    return editors.spawn(role, config_file, out, index, script=__file__)
 
 
 def run_workers(config: dict, config_file: Path) -> tuple[list[dict], dict]:

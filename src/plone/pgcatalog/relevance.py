@@ -28,6 +28,7 @@ from collections.abc import Iterable
 
 from dataclasses import dataclass
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.database import first_metadata_sql
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import ROWS
@@ -223,8 +224,7 @@ def scored_sql(tail: str, counted: bool = False, metadata: bool = False, first: 
     sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
     if first:
         return (
-            f"SELECT s.*, CASE WHEN row_number() OVER (ORDER BY s.score DESC, s.zoid DESC) <= {int(first)} "
-            f"THEN (SELECT o.meta FROM object_state o WHERE o.zoid = s.zoid) END "
+            f"SELECT s.*, {first_metadata_sql('row_number() OVER (ORDER BY s.score DESC, s.zoid DESC)', first)} "
             f"FROM ({sql}) AS s ORDER BY s.score DESC, s.zoid DESC"
         )
     if not metadata:

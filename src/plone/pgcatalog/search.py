@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.database import first_metadata_sql
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
@@ -196,7 +197,7 @@ def _ordered_select(
         # the rows leave the subquery in its order, which the numbering keeps
         return read(
             catalog.tool,
-            f"SELECT s.*, {_first_metadata('row_number() OVER ()', first)} "
+            f"SELECT s.*, {first_metadata_sql('row_number() OVER ()', first)} "
             f"FROM (SELECT {columns} FROM {ROWS} WHERE {ordered} {tail}) AS s",
             params,
         )
@@ -256,12 +257,6 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
         load_rows=partial(_rows_with_metadata, select),
         metadata=MIN_WINDOW,
     )
-
-
-def _first_metadata(number: str, first: int) -> str:
-    """The stored metadata of a row numbered *number* (SQL) when it is one
-    of the *first* rows, else NULL."""
-    return f"CASE WHEN {number} <= {int(first)} THEN (SELECT o.meta FROM object_state o WHERE o.zoid = s.zoid) END"
 
 
 def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[tuple[tuple, Any]]:
