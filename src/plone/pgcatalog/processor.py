@@ -41,7 +41,6 @@ __all__ = [
     "CatalogStateProcessor",
     "check_concurrent",
     "ensure_processor",
-    "full_rows_sql",
     "retire_processor",
     "write_full_rows",
 ]
@@ -80,39 +79,14 @@ FULL_ROWS_PER_STATEMENT = 1000
 each parameter a few megabytes of JSON."""
 
 
-def full_rows_sql() -> str:
-    """Write full rows (the one parameter: a JSON array of
-    :func:`~plone.pgcatalog.row.record` ``written``) where they differ
-    from the stored ones.
-
-    One statement for many rows instead of one per row; a row equal in
-    every catalog column, typed ones included, is left as it is: the same
-    row, without the cost of a new row version in each of the table's
-    indexes (a rebuild of an unchanged site then writes nothing).  JSONB
-    is compared as text, so that a row is kept only if it would be written
-    identically (``1`` and ``1.0`` are equal JSONB numbers)."""
-
-    def differs(stored: str, fresh: str, sql_type: str) -> str:
-        if sql_type == "jsonb":
-            stored, fresh = f"({stored})::text", f"({fresh})::text"
-        return f"{stored} IS DISTINCT FROM {fresh}"
-
-    tests = [differs(f"o.{c.name}", f"p.{c.name}", c.sql_type) for c in row.COLUMNS]
-    tests += [differs(f"o.{t.name}", t.value_sql("p.idx"), t.declared.split()[0].lower()) for t in row.TYPED]
-    sets = ", ".join(f"{c.name} = p.{c.name}" for c in row.COLUMNS)
-    return (
-        f"UPDATE object_state o SET {sets}, {row.typed_sets('p.idx')}, {row.STAMP} "
-        f"FROM jsonb_to_recordset(%s::jsonb) AS p({row.record_columns_sql(written=True)}) "
-        f"WHERE o.zoid = p.zoid AND ({' OR '.join(tests)})"
-    )
-
-
 def write_full_rows(cursor: Any, full: list[tuple[int, Any]]) -> int:
     """Write the full rows *full* (``(zoid, CatalogRow)``) of objects not
-    stored in this transaction; returns how many rows changed."""
+    stored in this transaction, where they changed
+    (:func:`~plone.pgcatalog.row.full_rows_sql`); returns how many rows
+    changed."""
     if not full:
         return 0
-    sql, changed = full_rows_sql(), 0
+    sql, changed = row.full_rows_sql(), 0
     for start in range(0, len(full), FULL_ROWS_PER_STATEMENT):
         chunk = full[start : start + FULL_ROWS_PER_STATEMENT]
         records = [row.record(zoid, catalog_row, written=True) for zoid, catalog_row in chunk]

@@ -43,7 +43,7 @@ __all__ = [
     "extra_columns",
     "fill_typed_sql",
     "committed_sql",
-    "full_update_sql",
+    "full_rows_sql",
     "merged_sql",
     "own_columns",
     "partial_update_sql",
@@ -112,6 +112,11 @@ class TypedColumn:
     declared: str
     index: str  # the hot key's index name
     position: int  # which of that index's expressions
+
+    @property
+    def sql_type(self) -> str:
+        """The type without its collation."""
+        return self.declared.split()[0].lower()
 
     def value_sql(self, idx: str) -> str:
         """Its value in a row whose ``idx`` is the SQL *idx*."""
@@ -342,10 +347,34 @@ def extra_columns() -> list[tuple[str, str]]:
     return [*((c.name, _param(c)) for c in COLUMNS), *((t.name, t.value_sql(idx)) for t in TYPED)]
 
 
-def full_update_sql() -> str:
-    """Write a full row (parameters: :func:`sql_params` and ``zoid``)."""
-    sets = ", ".join(f"{name} = {value}" for name, value in extra_columns())
-    return f"UPDATE object_state SET {sets}, {STAMP} WHERE zoid = %(zoid)s"
+def full_rows_sql() -> str:
+    """Write full rows where they differ from the stored ones, all in one
+    statement (the one parameter: a JSON array of :func:`record`
+    ``written``).
+
+    A row equal in every catalog column, typed ones included, is left as
+    it is: the same row, without the cost of a new row version in each of
+    the table's indexes (a rebuild of an unchanged site then writes
+    nothing)."""
+    # Not differs_sql: that asks whether a search would read something
+    # different (keyword order ignored, only overlaid columns); this asks
+    # whether the write would store something different, so every column
+    # counts and JSONB is compared as text (``1`` and ``1.0`` are equal
+    # JSONB numbers, a reordered list is not the same write).
+    tests = [_differs_as_written(f"o.{c.name}", f"p.{c.name}", c.sql_type) for c in COLUMNS]
+    tests += [_differs_as_written(f"o.{t.name}", t.value_sql("p.idx"), t.sql_type) for t in TYPED]
+    sets = ", ".join(f"{c.name} = p.{c.name}" for c in COLUMNS)
+    return (
+        f"UPDATE object_state o SET {sets}, {typed_sets('p.idx')}, {STAMP} "
+        f"FROM jsonb_to_recordset(%s::jsonb) AS p({record_columns_sql(written=True)}) "
+        f"WHERE o.zoid = p.zoid AND ({' OR '.join(tests)})"
+    )
+
+
+def _differs_as_written(stored: str, fresh: str, sql_type: str) -> str:
+    if sql_type == "jsonb":
+        stored, fresh = f"({stored})::text", f"({fresh})::text"
+    return f"{stored} IS DISTINCT FROM {fresh}"
 
 
 def partial_update_sql() -> str:
