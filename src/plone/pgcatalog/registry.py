@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
+from functools import lru_cache
 
 import re
 
@@ -265,12 +266,21 @@ def hot_columns(index: IndexDef) -> tuple[str, ...] | None:
     """The typed columns that hold *index*'s values, if it is one of
     :data:`HOT_KEYS` defined as Plone defines it (the columns then hold
     exactly what its expressions read from ``idx``)."""
-    if index.name not in HOT_KEYS:
+    if index.name not in HOT_KEYS or index.kind != HOT_KEYS[index.name][0]:
         return None
-    kind, columns = HOT_KEYS[index.name]
-    if index.kind != kind or index.idx_expressions() != IndexDef(index.name, kind).idx_expressions():
+    return _hot_columns(index.name, index.kind, index.value_type)
+
+
+@lru_cache(maxsize=64)
+def _hot_columns(name: str, kind: str, value_type: str) -> tuple[str, ...] | None:
+    # Cached: expression() asks several times per index of every query.
+    # Keyed by what reaches an index's expressions (its name, kind and
+    # value type; its other options and attrs do not), not by the IndexDef,
+    # whose equality and hash leave out the options.
+    index = IndexDef(name, kind, options={"value_type": value_type})
+    if index.idx_expressions() != IndexDef(name, kind).idx_expressions():
         return None
-    return columns
+    return HOT_KEYS[name][1]
 
 
 def typed_for(tool: Any, index: IndexDef) -> IndexDef:
