@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from collections.abc import Iterable
 from database import fresh_database
 from database import pg_server
 from database import server_version
@@ -381,6 +382,21 @@ def percentile(ordered: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100.0 * len(ordered)) - 1)]
 
 
+def latency_stats(ms: Iterable[float], seconds: float, digits: int = 1) -> dict:
+    """Of the requests that took *ms* milliseconds in a window of
+    *seconds*: their number, req/s, p50/p99 (nearest rank), mean and
+    max ms rounded to *digits*."""
+    ms = sorted(ms)
+    return {
+        "requests": len(ms),
+        "rps": round(len(ms) / seconds, 2),
+        "p50_ms": round(percentile(ms, 50), digits),
+        "p99_ms": round(percentile(ms, 99), digits),
+        "mean_ms": round(sum(ms) / len(ms), digits),
+        "max_ms": round(ms[-1], digits),
+    }
+
+
 def summarize(samples: list[Sample], seconds: float) -> dict:
     """Per kind: requests, req/s, p50/p99 ms, errors and the statuses."""
     by_kind: dict[str, list[Sample]] = {}
@@ -391,15 +407,9 @@ def summarize(samples: list[Sample], seconds: float) -> dict:
         chosen = samples if kind == "all" else by_kind.get(kind, [])
         if not chosen:
             continue
-        ms = sorted((s.ended - s.started) * 1000.0 for s in chosen)
         statuses = Counter(str(s.status) for s in chosen)
         rows[kind] = {
-            "requests": len(chosen),
-            "rps": round(len(chosen) / seconds, 2),
-            "p50_ms": round(percentile(ms, 50), 1),
-            "p99_ms": round(percentile(ms, 99), 1),
-            "mean_ms": round(sum(ms) / len(ms), 1),
-            "max_ms": round(ms[-1], 1),
+            **latency_stats(((s.ended - s.started) * 1000.0 for s in chosen), seconds),
             "mean_kb": round(sum(s.size for s in chosen) / len(chosen) / 1024.0, 1),
             "errors": sum(1 for s in chosen if not 200 <= s.status < 300),
             "statuses": dict(statuses),

@@ -52,7 +52,7 @@ from database import fresh_database
 from database import pg_server
 from database import server_version
 from load import machine_cpu
-from load import percentile
+from load import latency_stats
 from pathlib import Path
 from typing import Any
 from workload import folder_id
@@ -308,14 +308,8 @@ def run_workers(config: dict, config_file: Path) -> tuple[list[dict], dict]:
 
 def stats(samples: list[list], seconds: float) -> dict:
     """Requests, req/s, p50/p99/mean/max ms, mean found, errors, conflicts."""
-    ms = sorted(s[3] for s in samples)
     return {
-        "requests": len(samples),
-        "rps": round(len(samples) / seconds, 2),
-        "p50_ms": round(percentile(ms, 50), 2),
-        "p99_ms": round(percentile(ms, 99), 2),
-        "mean_ms": round(sum(ms) / len(ms), 2),
-        "max_ms": round(ms[-1], 2),
+        **latency_stats((s[3] for s in samples), seconds, digits=2),
         "mean_found": round(sum(s[4] for s in samples) / len(samples), 1),
         "errors": sum(1 for s in samples if s[6] is not None),
         "conflicts": sum(s[5] for s in samples),
