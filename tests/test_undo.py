@@ -11,8 +11,11 @@ undoes both transactions together.
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import processor
 from plone.pgcatalog.testing import HISTORY_DIFFERENTIAL_TESTING
 from zope.component.hooks import setSite
+
+from unittest import mock
 
 import transaction
 import unittest
@@ -122,3 +125,23 @@ class UndoTest(unittest.TestCase):
             site["f"].reindexObjectSecurity()
 
         self.change_and_undo(share)
+
+    def test_the_undo_itself_counts_as_a_catalog_change(self):
+        # the undo changes catalog rows in its own commit (a created
+        # document's row goes): getCounter, and the counts remembered at
+        # it (plone.pgcatalog.counts), move then, not only when the
+        # repair commits after it
+        pg = self.sites[0]
+        setSite(pg)
+        catalog = pg.portal_catalog
+        api.content.create(container=pg, type="Document", id="new", title="New")
+        transaction.commit()
+        tid = self.app._p_jar.db().undoLog(0, 1)[0]["id"]
+        self.assertEqual(len(catalog.unrestrictedSearchResults(portal_type="Document")), 4)
+        counter = catalog.getCounter()
+        with mock.patch.object(processor, "schedule"):  # no repair
+            self.app._p_jar.db().undoMultiple([tid])
+            transaction.commit()
+        self.app._p_jar.sync()
+        self.assertEqual(catalog.getCounter(), counter + 1)
+        self.assertEqual(len(catalog.unrestrictedSearchResults(portal_type="Document")), 3)

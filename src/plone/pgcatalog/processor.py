@@ -24,6 +24,7 @@ from plone.pgcatalog import row
 from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
+from plone.pgcatalog.schema import BUMP_COUNTER
 from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
 from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.undo import plan_repair
@@ -140,8 +141,11 @@ class CatalogStateProcessor:
 
     def undone(self, cursor, tid: int, restored: list[int], deleted: list[int], entries: dict) -> None:
         """An undo is restoring *restored*: catalog them again once it has
-        committed (see :mod:`plone.pgcatalog.undo`)."""
+        committed (see :mod:`plone.pgcatalog.undo`).  The undo changes the
+        catalog already (rows it deletes, states it restores): it counts
+        as a catalog change (``getCounter``, :mod:`~plone.pgcatalog.counts`)."""
         schedule(transaction.get(), plan_repair(cursor, restored, entries))
+        cursor.execute(BUMP_COUNTER)
 
     def finalize(self, cursor) -> None:
         pending = get_pending()
@@ -176,7 +180,7 @@ class CatalogStateProcessor:
                 (array_literal(pending.removed), array_literal(pending.rows)),
             )
         cursor.execute(FOLD_TEXT_STATISTICS)
-        cursor.execute("UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1")
+        cursor.execute(BUMP_COUNTER)
         if pending.emptied or pending.ddl:
             # a rebuild or new indexes: statistics for the planner right away,
             # not when autovacuum gets to it (ANALYZE sees this transaction's rows)

@@ -28,7 +28,9 @@ __all__ = [
     "HAS_CATALOG_COLUMNS",
     "catalog_installed",
     "CATALOG_ROWS",
+    "BUMP_COUNTER",
     "FOLD_TEXT_STATISTICS",
+    "GENERATION",
     "HOT_KEYS_INDEX",
     "ROWS",
     "drop_index_ddl",
@@ -138,6 +140,14 @@ RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                           * idf1024 + 0.5::float8)::bigint, 0)
 $$;
 """
+
+BUMP_COUNTER = "UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1"
+"""Once per transaction that changes the catalog: ZCatalog's ``getCounter``."""
+
+GENERATION = "(SELECT value || '.' || xmin FROM pgcatalog_counter WHERE id = 1)"
+"""The catalog's generation (SQL, text): the counter with the transaction
+that last wrote it.  Unlike the counter alone it never comes back: a
+database restored from a copy writes that row anew."""
 
 FOLD_TEXT_STATISTICS = """WITH folded AS (DELETE FROM pgcatalog_text_stats RETURNING *)
 INSERT INTO pgcatalog_text_stats

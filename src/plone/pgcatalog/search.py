@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.database import first_metadata_sql
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import read
@@ -93,7 +94,10 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     where = stmt.where_sql()
 
     def count() -> int:
-        return select_rows(catalog.tool, "count(*)", where, stmt.params)[0][0]
+        column = count_column(catalog.tool, where, stmt.params)
+        number, generation = read(catalog.tool, f"SELECT {column.sql}", column.params)[0]
+        column.remember(number, generation)
+        return number
 
     try:
         b_start, b_size, limit = _batch(query)
@@ -130,10 +134,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         # the record id last: a total order, so that windows and batches
         # are stable (ZCatalog's unsorted results come in record id order too)
         select = _ordered_select(
-            catalog,
-            f"{where} ORDER BY {', '.join([*stmt.order, stmt.tiebreak])}",
-            stmt.params,
-            count_apart=(where, stmt.params) if stmt.covered else None,
+            catalog, where, ", ".join([*stmt.order, stmt.tiebreak]), stmt.params, covered=stmt.covered
         )
 
     if b_size is None:
@@ -165,7 +166,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
 def all_records(catalog: Catalog) -> CatalogResults:
     """Every cataloged record, in record id order, unfiltered (ZCatalog's
     ``searchAll``)."""
-    return _all_matches(catalog, _ordered_select(catalog, f"{CATALOGED} ORDER BY zoid", []))
+    return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", []))
 
 
 def _any(catalog: Catalog, stmt: Statement) -> bool:
@@ -173,34 +174,39 @@ def _any(catalog: Catalog, stmt: Statement) -> bool:
     return bool(select_rows(catalog.tool, "1", f"{stmt.where_sql()} LIMIT 1", stmt.params))
 
 
-def _ordered_select(
-    catalog: Catalog, ordered: str, ordered_params: list, count_apart: tuple[str, list] | None = None
-) -> Select:
-    """A :data:`Select` over ``WHERE ordered``.  Its count is a window over
-    the matches it reads anyway, or, with *count_apart* (``where, params``
-    of a covered statement), a subquery that the covering index answers
+def _ordered_select(catalog: Catalog, where: str, order: str, params: list, covered: bool = False) -> Select:
+    """A :data:`Select` over ``WHERE where ORDER BY order``.  Its count is
+    one remembered since the catalog last changed (:mod:`~plone.pgcatalog.counts`),
+    or else a window over the matches it reads anyway, or, where the
+    statement is *covered*, a subquery that the covering index answers
     alone while the rows come off an index in order."""
 
     def select(
-        tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
+        tail: str, tail_params: list, counted: bool = False, metadata: bool = False, first: int = 0
     ) -> list[tuple]:
-        columns, head = "zoid, path", []
-        if counted and count_apart:
-            columns += f", (SELECT count(*) FROM {ROWS} WHERE {count_apart[0]})"
-            head = count_apart[1]
-        elif counted:
-            columns += ", count(*) OVER ()"
+        columns, head, count = "zoid, path", [], None
+        if counted:
+            count = count_column(catalog.tool, where, params, window=not covered)
+            columns += f", {count.sql}"
+            head = count.params
         columns += ", meta" if metadata else ""
-        params = [*head, *ordered_params, *params]
+        ordered = f"{where} ORDER BY {order} {tail}"
+        all_params = [*head, *params, *tail_params]
         if not first:
-            return select_rows(catalog.tool, columns, f"{ordered} {tail}", params)
-        # the rows leave the subquery in its order, which the numbering keeps
-        return read(
-            catalog.tool,
-            f"SELECT s.*, {first_metadata_sql('row_number() OVER ()', first)} "
-            f"FROM (SELECT {columns} FROM {ROWS} WHERE {ordered} {tail}) AS s",
-            params,
-        )
+            rows = select_rows(catalog.tool, columns, ordered, all_params)
+        else:
+            # the rows leave the subquery in its order, which the numbering keeps
+            rows = read(
+                catalog.tool,
+                f"SELECT s.*, {first_metadata_sql('row_number() OVER ()', first)} "
+                f"FROM (SELECT {columns} FROM {ROWS} WHERE {ordered}) AS s",
+                all_params,
+            )
+        if count is None:
+            return rows
+        if rows:
+            count.remember(rows[0][2], rows[0][3])
+        return [(*row[:3], *row[4:]) for row in rows]  # the generation goes
 
     return select
 

@@ -1,0 +1,109 @@
+"""Counts of matches, kept between catalog changes.
+
+ZCatalog knows how many items a field index holds under a key without
+counting them (a BTree set keeps its length), so ``len()`` of a search for
+a type is as cheap at 20,000 matches as at 20.  SQL counts every match:
+index-only, but a fraction of a microsecond per entry, every time.  The
+same searches come again and again between changes (a listing, a
+collection, a portlet), so each process remembers the counts it has made,
+with the catalog's *generation* they were made at, and a count is made
+again only when the catalog has changed since.
+
+The generation is ``pgcatalog_counter`` (the commit of every catalog
+change bumps it, an undo too) with the transaction id that last wrote it:
+a database restored from a copy, or a test's snapshot put back, writes
+that row anew, so an old value of the counter never passes for the rows it
+once counted.  The check is part of the statement that needs the count,
+read in its snapshot: the statement reads the cached number when the
+generation is the one it was made at, and counts otherwise (PostgreSQL
+evaluates the subquery only on that branch).  A transaction with pending
+catalog changes reads its own rows: it counts, and remembers nothing.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.database import site_path
+from plone.pgcatalog.overlay import has_changes
+from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.schema import GENERATION
+from plone.pgcatalog.schema import ROWS
+from typing import Any
+
+import threading
+
+
+__all__ = ["Count", "count_column"]
+
+SIZE = 1024
+"""Counts remembered per process (the least recently used go first)."""
+
+_counts: OrderedDict[Hashable, tuple[str, int]] = OrderedDict()
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Count:
+    """Two columns of a statement: the number of rows matching a search,
+    and the catalog's generation (NULL where nothing is remembered)."""
+
+    sql: str
+    params: list
+    key: Hashable | None
+
+    def remember(self, number: int, generation: str | None) -> None:
+        """Keep *number* as read by the statement with its generation."""
+        if self.key is None or generation is None:
+            return
+        with _lock:
+            _counts[self.key] = (generation, number)
+            _counts.move_to_end(self.key)
+            while len(_counts) > SIZE:
+                _counts.popitem(last=False)
+
+
+def count_column(catalog: Any, where: str, params: list, window: bool = False) -> Count:
+    """The count of ``ROWS WHERE where`` as a column of a statement over
+    the catalog rows of tool *catalog*, with the generation after it.
+    Where no count is remembered the statement counts in a subquery or,
+    with *window*, in a window over the matches it reads anyway."""
+    subquery = f"(SELECT count(*) FROM {ROWS} WHERE {where})"
+    counting, counting_params = ("count(*) OVER ()", []) if window else (subquery, params)
+    pending = get_pending()
+    key = None
+    if pending is None or not (has_changes(pending) or pending.reordered):
+        key = _key(storage_dsn(catalog), site_path(catalog), where, params)
+    if key is None:
+        return Count(f"{counting}, NULL::text", counting_params, None)
+    with _lock:
+        known = _counts.get(key)
+    if known is None:
+        return Count(f"{counting}, {GENERATION}", counting_params, key)
+    generation, number = known
+    return Count(
+        f"CASE WHEN {GENERATION} = %s THEN %s::bigint ELSE {subquery} END, {GENERATION}",
+        [generation, number, *params],
+        key,
+    )
+
+
+def _key(*parts: Any) -> Hashable | None:
+    """A hashable key of a search's statement and parameters, or None where
+    a parameter has no dependable value to compare."""
+    try:
+        key = _frozen(parts)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _frozen(value: Any) -> Hashable:
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    if type(value).__hash__ is object.__hash__ or isinstance(value, (dict, set)):
+        raise TypeError(f"no value key for {type(value).__name__}")
+    return (type(value).__name__, value)  # 1 and True and 1.0 apart

@@ -1,0 +1,122 @@
+"""Counts remembered between catalog changes (plone.pgcatalog.counts).
+
+A count read back from memory must be the count the catalog would make:
+after any commit that changes the catalog, after the counter row is written
+anew (a restored database), and inside a transaction with changes of its
+own, the catalog counts again.
+"""
+
+from helpers import CatalogTestCase
+from plone import api
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import counts
+from plone.pgcatalog.connection import storage_dsn
+
+import psycopg
+import transaction
+
+
+# the three ways a search counts: in a window over the rows it reads (a
+# sorted unbatched search), in a subquery the covering index answers (a
+# type alone), and lazily, when a batch's length is asked for
+QUERIES = (
+    {"portal_type": "Document", "sort_on": "sortable_title"},
+    {"portal_type": "Document"},
+    {"portal_type": "Document", "sort_on": "sortable_title", "b_start": 0, "b_size": 2},
+)
+
+
+class CountsTest(CatalogTestCase):
+    def setUp(self):
+        super().setUp()
+        self.folder = api.content.create(container=self.portal, type="Folder", id="counted", title="Counted")
+        for i in range(5):
+            api.content.create(container=self.folder, type="Document", id=f"d{i}", title=f"Doc {i}")
+        transaction.commit()
+        counts._counts.clear()
+
+    def tearDown(self):
+        counts._counts.clear()
+        transaction.abort()
+
+    def lengths(self) -> list[int]:
+        return [self.catalog(**query).actual_result_count for query in QUERIES]
+
+    def falsify(self, number: int) -> None:
+        """Make every remembered count *number*, at its generation."""
+        self.assertTrue(counts._counts)
+        for key, (generation, _) in list(counts._counts.items()):
+            counts._counts[key] = (generation, number)
+
+    def test_remembered_count_is_read_while_the_catalog_is_unchanged(self):
+        self.assertEqual(self.lengths(), [5, 5, 5])
+        self.falsify(999)
+        # proof that the statement reads the remembered number, not a count
+        self.assertEqual(self.lengths(), [999, 999, 999])
+        self.assertEqual(len(self.catalog(portal_type="Document", sort_on="sortable_title")), 999)
+
+    def test_a_commit_counts_again(self):
+        self.assertEqual(self.lengths(), [5, 5, 5])
+        self.falsify(999)
+        api.content.create(container=self.folder, type="Document", id="new", title="New")
+        transaction.commit()
+        self.assertEqual(self.lengths(), [6, 6, 6])
+        api.content.delete(obj=self.folder["d0"])
+        transaction.commit()
+        self.assertEqual(self.lengths(), [5, 5, 5])
+        # a reindex that leaves the type alone changes the catalog all the same
+        self.falsify(999)
+        self.folder["d1"].title = "Changed"
+        self.folder["d1"].reindexObject()
+        transaction.commit()
+        self.assertEqual(self.lengths(), [5, 5, 5])
+
+    def test_the_counter_row_written_anew_counts_again(self):
+        # a database restored from a copy, or a test's snapshot put back:
+        # the same counter value, written by another transaction
+        self.assertEqual(self.lengths(), [5, 5, 5])
+        self.falsify(999)
+        with psycopg.connect(storage_dsn(self.catalog), autocommit=True) as conn:
+            conn.execute("UPDATE pgcatalog_counter SET value = value WHERE id = 1")
+        transaction.begin()  # a snapshot that sees it
+        self.assertEqual(self.lengths(), [5, 5, 5])
+
+    def test_pending_changes_are_counted_and_not_remembered(self):
+        self.assertEqual(self.lengths(), [5, 5, 5])
+        self.falsify(999)
+        api.content.create(container=self.folder, type="Document", id="new", title="New")
+        self.assertEqual(self.lengths(), [6, 6, 6])
+        remembered = {number for _, number in counts._counts.values()}
+        self.assertEqual(remembered, {999})  # nothing of this transaction's rows
+        transaction.abort()
+        self.assertEqual(self.lengths(), [999, 999, 999])
+
+    def test_other_queries_and_users_have_their_own_counts(self):
+        self.portal.portal_workflow.setChainForPortalTypes(("Document",), "simple_publication_workflow")
+        for i in range(2):  # private
+            api.content.create(container=self.folder, type="Document", id=f"p{i}", title=f"Private {i}")
+        transaction.commit()
+        self.assertEqual(self.lengths(), [7, 7, 7])
+        self.falsify(999)
+        self.assertEqual(len(self.catalog(portal_type="Document", Title="Doc")), 5)
+        self.assertEqual(len(self.catalog(portal_type="Folder")), 1)
+        # Plone's security terms are parameters of the statement: another
+        # user's search is another count
+        logout()
+        self.assertEqual(len(self.catalog.searchResults(portal_type="Document")), 5)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.assertEqual(len(self.catalog.searchResults(portal_type="Document")), 999)
+
+
+class KeyTest(CatalogTestCase):
+    def test_parameters_without_a_value_key_are_not_remembered(self):
+        self.assertIsNone(counts._key("dsn", "/plone", "where", [object()]))
+        self.assertIsNone(counts._key("dsn", "/plone", "where", [{"a": 1}]))
+        self.assertEqual(
+            counts._key("dsn", "/plone", "w", [["a", "b"], 1]),
+            counts._key("dsn", "/plone", "w", [("a", "b"), 1]),
+        )
+        # 1, True and 1.0 are equal in Python, not in SQL
+        self.assertNotEqual(counts._key("d", "/p", "w", [1]), counts._key("d", "/p", "w", [True]))
