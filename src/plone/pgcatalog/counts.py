@@ -48,7 +48,8 @@ _lock = threading.Lock()
 @dataclass(frozen=True)
 class Count:
     """Two columns of a statement: the number of rows matching a search,
-    and the catalog's generation (NULL where nothing is remembered)."""
+    and the catalog's generation (NULL where the count is not to be
+    remembered: this transaction's own changes are in it)."""
 
     sql: str
     params: list
