@@ -20,8 +20,7 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog.interfaces import IPGIndex
 from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.pending import changes_for
-from plone.pgcatalog.privileges import require_schema_owner
-from plone.pgcatalog.schema import index_ddl
+from plone.pgcatalog.privileges import owned_index_ddl
 from Products.GenericSetup.interfaces import INode
 from Products.GenericSetup.interfaces import ISetupEnviron
 from Products.GenericSetup.utils import NodeAdapterBase
@@ -48,9 +47,7 @@ def reconfigure_index(tool: Any, index: r.IndexDef) -> None:
     old = defs[index.name]
     if old == index and old.options == index.options:
         return
-    ddl = index_ddl(r.typed_for(tool, index))
-    if ddl:  # checked before anything changes
-        require_schema_owner(tool, f"Changing the index {index.name!r}")
+    ddl = owned_index_ddl(tool, index, f"Changing the index {index.name!r}")
     r.set_index_defs(tool, [index if d.name == index.name else d for d in defs.values()])
     pending = changes_for(tool)
     pending.ddl.extend(ddl)

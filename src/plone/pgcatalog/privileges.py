@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.errors import SchemaPrivilegeError
+from plone.pgcatalog.schema import index_ddl
 from psycopg import sql
 from psycopg.rows import tuple_row
 
@@ -32,6 +34,7 @@ __all__ = [
     "grant_runtime_role",
     "grant_search_role",
     "grants_sql",
+    "owned_index_ddl",
     "require_schema_owner",
     "schema_owner",
 ]
@@ -148,3 +151,14 @@ def require_schema_owner(context: Any, what: str) -> None:
         "Do it in a Zope process that connects as the owner role "
         "(see 'Database roles and grants' in plone.pgcatalog's reference)."
     )
+
+
+def owned_index_ddl(tool: Any, index: r.IndexDef, what: str) -> list[str]:
+    """The DDL *index* needs in *tool*'s catalog, after
+    :func:`require_schema_owner` when there is any: the caller asks before
+    it changes anything, so a refusal leaves nothing half done, and an
+    index without SQL indexes of its own needs no owner."""
+    ddl = index_ddl(r.typed_for(tool, index))
+    if ddl:
+        require_schema_owner(tool, what)
+    return ddl

@@ -43,14 +43,13 @@ from plone.pgcatalog.moves import moved_descendant
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
-from plone.pgcatalog.privileges import require_schema_owner
+from plone.pgcatalog.privileges import owned_index_ddl
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.query import merge_query
 from plone.pgcatalog.rebuild import catalog_tree
 from plone.pgcatalog.rebuild import cataloged_objects
 from plone.pgcatalog.rebuild import Progress
 from plone.pgcatalog.schema import CATALOGED
-from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog import report
 from plone.pgcatalog import zmi
 from plone.pgcatalog.report import searching
@@ -196,9 +195,7 @@ class PGCatalogTool(UniqueObject, Folder):
         except ValueError as exc:
             logger.error("%s", exc)
             raise CatalogError(str(exc)) from exc
-        ddl = index_ddl(r.typed_for(self, index))
-        if ddl:  # checked before anything is registered: nothing half done
-            require_schema_owner(self, f"Adding the index {name!r}")
+        ddl = owned_index_ddl(self, index, f"Adding the index {name!r}")
         r.set_index_defs(self, [*r.index_defs(self).values(), index])
         changes_for(self).ddl.extend(ddl)
 
