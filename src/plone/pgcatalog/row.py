@@ -32,6 +32,7 @@ __all__ = [
     "STAMP_COLUMN",
     "TYPED",
     "TypedColumn",
+    "Unordered",
     "column_names",
     "CatalogRow",
     "Column",
@@ -66,6 +67,17 @@ class Merge(Enum):
     IF_CARRIED = "if_carried"  # the partial row's value where it carries one
 
 
+class Unordered(Enum):
+    """Which of a column's JSON arrays are keyword lists, compared without
+    their order (:func:`differs_sql`): a keyword index's values are a set,
+    and their order comes from a Python set (it differs between processes)
+    or from the indexer (``allowedRolesAndUsers`` lists a dict of roles)."""
+
+    NONE = "none"  # compared as stored
+    ARRAY = "array"  # the value is one keyword list
+    VALUES = "values"  # a JSON object whose array values are keyword lists
+
+
 @dataclass(frozen=True)
 class Column:
     """One catalog column of ``object_state``."""
@@ -76,6 +88,7 @@ class Column:
     json: bool = False  # JSON in Python, encoded for SQL
     empty_is_null: bool = False  # KEYS: an empty object is stored as NULL
     overlaid: bool = True  # False: searches read the committed value (see overlay)
+    unordered: Unordered = Unordered.NONE  # its keyword lists, for differs_sql
 
     @property
     def sql_type(self) -> str:
@@ -88,7 +101,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("parent_path", 'TEXT COLLATE "C"', Merge.REPLACE),
     Column("path_depth", "INTEGER", Merge.REPLACE),
     # index name -> value, for the indexes without a column of their own
-    Column("idx", "JSONB", Merge.KEYS, json=True),
+    Column("idx", "JSONB", Merge.KEYS, json=True, unordered=Unordered.VALUES),
     # text index name -> [number of words, {word: frequency}] (relevance)
     Column("word_counts", "JSONB", Merge.KEYS, json=True, empty_is_null=True),
     # metadata column -> encoded value; a brain reads it, never SQL, so a
@@ -96,7 +109,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("meta", "TEXT", Merge.UNLESS_NONE, json=True, overlaid=False),
     # the indexes with columns of their own (registry.OWN_COLUMNS)
     Column("searchable_text", "TSVECTOR", Merge.IF_CARRIED),
-    Column("object_provides", "JSONB", Merge.IF_CARRIED, json=True),
+    Column("object_provides", "JSONB", Merge.IF_CARRIED, json=True, unordered=Unordered.ARRAY),
 )
 """Every catalog column, in the order the table gets them."""
 
@@ -283,13 +296,11 @@ def differs_sql(stored: str, fresh: str, typed: bool = False) -> str:
 
 
 def _unordered(column: Column, value: str) -> str:
-    """*value* of *column* with its keyword lists sorted: a keyword index's
-    values are a set, and their order comes from a Python set (it differs
-    between processes) or from the indexer (``allowedRolesAndUsers`` lists
-    a dict of roles)."""
-    if column.name == "object_provides":
+    """*value* of *column* with its keyword lists sorted
+    (:attr:`Column.unordered` says which)."""
+    if column.unordered is Unordered.ARRAY:
         return _sorted_array(value)
-    if column.name == "idx":
+    if column.unordered is Unordered.VALUES:
         return (
             f"COALESCE((SELECT jsonb_object_agg(key, CASE WHEN jsonb_typeof(value) = 'array' "
             f"THEN {_sorted_array('value')} ELSE value END) FROM jsonb_each({value})), {value})"
