@@ -67,6 +67,11 @@ class Merge(Enum):
     IF_CARRIED = "if_carried"  # the partial row's value where it carries one
 
 
+def _bare_type(declared: str) -> str:
+    """A column's SQL type as declared, without its collation."""
+    return declared.split()[0].lower()
+
+
 class Unordered(Enum):
     """Which of a column's JSON arrays are keyword lists, compared without
     their order (:func:`differs_sql`): a keyword index's values are a set,
@@ -93,7 +98,7 @@ class Column:
     @property
     def sql_type(self) -> str:
         """The type without its collation: what a parameter is cast to."""
-        return self.declared.split()[0].lower()
+        return _bare_type(self.declared)
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -129,7 +134,7 @@ class TypedColumn:
     @property
     def sql_type(self) -> str:
         """The type without its collation."""
-        return self.declared.split()[0].lower()
+        return _bare_type(self.declared)
 
     def value_sql(self, idx: str) -> str:
         """Its value in a row whose ``idx`` is the SQL *idx*."""
