@@ -153,18 +153,36 @@ def slow_relevance(dsn: str) -> Iterator[None]:
             conn.execute(original)
 
 
+LOCKER = "pgcatalog-faults-counter"
+"""The global id of the prepared transaction that holds the counter row."""
+
+
 @contextlib.contextmanager
-def counter_locked(dsn: str) -> Iterator[psycopg.Connection]:
-    """Another session holds the catalog's change counter row: a commit's
-    vote waits in the catalog's ``finalize``, after the objects and their
-    catalog columns were written in its PostgreSQL transaction."""
-    conn = psycopg.connect(dsn)
-    try:
+def counter_locked(dsn: str) -> Iterator[Callable[[], None]]:
+    """A prepared transaction holds the catalog's change counter row: a
+    commit's vote waits in the catalog's ``finalize``, after the objects and
+    their catalog columns were written in its PostgreSQL transaction.
+
+    Prepared, the lock belongs to no backend: a restart terminates every
+    backend but keeps the lock, so the commit is still waiting when its
+    backend is told to terminate (a session's lock would go with its
+    backend, and the commit could go on before being struck).  Yields what
+    releases it; it is released after the body in any case.  Waiters show
+    it as blocking pid 0 (``pg_blocking_pids``)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("BEGIN")
         conn.execute("SELECT value FROM pgcatalog_counter WHERE id = 1 FOR UPDATE")
-        yield conn
+        conn.execute(f"PREPARE TRANSACTION '{LOCKER}'")
+
+    def release() -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_prepared_xacts WHERE gid = %s", (LOCKER,)).fetchone():
+                conn.execute(f"ROLLBACK PREPARED '{LOCKER}'")
+
+    try:
+        yield release
     finally:
-        with contextlib.suppress(psycopg.Error):
-            conn.close()
+        release()
 
 
 class FaultsTest(unittest.TestCase):
@@ -334,9 +352,9 @@ class FaultsTest(unittest.TestCase):
         self.portal["faults"].reindexObject()
         api.content.create(container=self.portal, type="Document", id="lost", title="Lost in the fault")
         committing = storage_instance(self.portal).pg_connection.info.backend_pid
-        with counter_locked(self.dsn) as locker:
-            find = backend_found(self.dsn, BLOCKED_BY, (locker.info.backend_pid,))
-            with striking(find, strike, give_up=locker.rollback) as struck:
+        with counter_locked(self.dsn) as release:
+            find = backend_found(self.dsn, BLOCKED_BY, (0,))
+            with striking(find, strike, give_up=release) as struck:
                 with self.assertRaises(psycopg.OperationalError) as raised:
                     transaction.commit()
         self.assertEqual(struck["pid"], committing)

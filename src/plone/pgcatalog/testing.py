@@ -287,6 +287,11 @@ class FaultServerLayer(Layer):
         self["pg_restart"] = self.restart
         self["pg_stop"] = self.stop
         self["pg_start"] = self.start
+        # a prepared transaction holds locks through a restart, where a
+        # session's go with its backend: the faults' dependable lock holder
+        with psycopg.connect(self["pg_server_dsn"], autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET max_prepared_transactions = 2")
+        self.restart()
 
     def _pg_ctl(self, *args: str) -> None:
         from pgserver._commands import pg_ctl
