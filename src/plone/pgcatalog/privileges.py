@@ -61,13 +61,13 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON {storage_tables} TO {role};
 GRANT USAGE, SELECT, UPDATE ON SEQUENCE zoid_seq TO {role};
 GRANT SELECT ON pgjsonb_schema_state, pgcatalog_schema TO {role};
 GRANT SELECT, UPDATE ON pgcatalog_counter TO {role};
-GRANT SELECT, INSERT, DELETE ON pgcatalog_text_stats TO {role};
+GRANT SELECT, INSERT, UPDATE ON pgcatalog_text_stats TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8) TO {role};
 """
 """What the role a site runs as needs, granted by the owner after install:
 searches, content changes and their catalog rows (a commit updates
-``object_state`` and ``pgcatalog_counter``; the text statistics trigger and
-the commit's fold insert and delete ``pgcatalog_text_stats``), rebuilds,
+``object_state`` and ``pgcatalog_counter``; the text statistics trigger inserts
+and updates ``pgcatalog_text_stats``), rebuilds,
 verify and repair, and zodb-pgjsonb's pack (a temporary table, deletes) and
 undo (the same tables)."""
 

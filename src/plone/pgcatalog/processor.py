@@ -25,7 +25,6 @@ from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import BUMP_COUNTER
-from plone.pgcatalog.schema import FOLD_TEXT_STATISTICS
 from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
@@ -179,7 +178,6 @@ class CatalogStateProcessor:
                 f"UPDATE object_state SET {row.clear_all_sql()} WHERE path = ANY(%s::text[]) AND NOT (zoid = ANY(%s::bigint[]))",
                 (array_literal(pending.removed), array_literal(pending.rows)),
             )
-        cursor.execute(FOLD_TEXT_STATISTICS)
         cursor.execute(BUMP_COUNTER)
         if pending.emptied or pending.ddl:
             # a rebuild or new indexes: statistics for the planner right away,

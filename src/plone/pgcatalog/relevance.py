@@ -160,7 +160,7 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         sources, params = self._sources()
         ctes = [
             f"pgcatalog_s{n} AS MATERIALIZED (SELECT sum(documents)::float8 AS documents, "
-            f"sum(words)::float8 / sum(documents)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
+            f"sum(words)::float8 / NULLIF(sum(documents), 0)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
         ]
         if self.words:
             ctes.append(

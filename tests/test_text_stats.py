@@ -1,0 +1,115 @@
+"""The text statistics Okapi BM25 reads: one row per text index, kept in
+place by a trigger, read by its key.
+
+They must equal a count over the catalog rows after any changes, however
+many; reading them must not cost more after a transaction that changed
+many rows; and the rows of differences an older release left are folded
+once, when this release's schema is applied.
+"""
+
+from helpers import CatalogTestCase
+from plone import api
+from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.pending import changes_for
+from plone.pgcatalog.schema import TEXT_STATISTICS
+
+import json
+import psycopg
+import transaction
+
+
+# an index whose last document went keeps a row of zeros
+STATS = (
+    "SELECT index_name, documents, words FROM pgcatalog_text_stats WHERE documents <> 0 ORDER BY index_name"
+)
+RECOUNT = """SELECT key, count(*), sum((value ->> 0)::bigint)::bigint FROM object_state, jsonb_each(word_counts)
+WHERE word_counts IS NOT NULL GROUP BY key ORDER BY key"""
+READ = "SELECT documents, words FROM pgcatalog_text_stats WHERE index_name = 'SearchableText'"
+
+
+class TextStatisticsTest(CatalogTestCase):
+    def setUp(self):
+        super().setUp()
+        for i in range(3):
+            api.content.create(
+                container=self.portal,
+                type="Document",
+                id=f"text-{i}",
+                title=f"River {i}",
+                description="stone " * i,
+            )
+        transaction.commit()
+        self.dsn = storage_dsn(self.portal)
+
+    def tearDown(self):
+        transaction.abort()
+
+    def relevance(self) -> list[tuple[str, int]]:
+        found = self.catalog(SearchableText="river OR stone")
+        return [(b.getId, b.data_record_score_) for b in found]
+
+    def test_statistics_are_the_count_of_the_catalog_rows_after_many_changes(self):
+        with psycopg.connect(self.dsn) as conn:
+            self.assertEqual(conn.execute(STATS).fetchall(), conn.execute(RECOUNT).fetchall())
+            # one transaction that changes a row's word counts 3,000 times
+            conn.execute(
+                """DO $$ BEGIN FOR i IN 1..3000 LOOP
+                       UPDATE object_state SET word_counts = jsonb_set(word_counts, '{SearchableText,0}', to_jsonb(i % 7))
+                        WHERE path LIKE '%/text-1';
+                   END LOOP; END $$"""
+            )
+            conn.commit()
+            stats = conn.execute(STATS).fetchall()
+            self.assertEqual(stats, conn.execute(RECOUNT).fetchall())
+            names = [name for (name,) in conn.execute("SELECT index_name FROM pgcatalog_text_stats")]
+            self.assertEqual(len(names), len(set(names)))  # one row per index
+            # once no snapshot sees the 3,000 versions, VACUUM (autovacuum) takes them
+            transaction.abort()  # the storage's snapshot moves past them too
+            conn.commit()
+            with psycopg.connect(self.dsn, autocommit=True) as admin:
+                admin.execute("VACUUM pgcatalog_text_stats")
+            # they filled many pages, which the table keeps; a read by the key
+            # reads the index and the row's page, not every page
+            size = "SELECT pg_relation_size('pgcatalog_text_stats') / current_setting('block_size')::int"
+            self.assertGreater(conn.execute(size).fetchone()[0], 8)
+            self.assertLessEqual(self.pages_read(conn), 4)
+
+    def pages_read(self, conn) -> int:
+        (plan,) = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {READ}").fetchone()
+        node = (plan if isinstance(plan, list) else json.loads(plan))[0]["Plan"]
+        return node["Shared Hit Blocks"] + node["Shared Read Blocks"]
+
+    def test_rows_of_differences_from_an_older_release_are_folded(self):
+        before = self.relevance()
+        self.assertTrue(before)
+        every = "SELECT count(*) FROM pgcatalog_text_stats"
+        with psycopg.connect(self.dsn) as conn:
+            stats = conn.execute(STATS).fetchall()
+            (rows,) = conn.execute(every).fetchone()
+        # as releases before schema version 4 left them: no key, rows of
+        # differences (DDL in a commit: the storage's snapshot holds locks)
+        changes_for(self.catalog).ddl.extend(
+            [
+                "ALTER TABLE pgcatalog_text_stats DROP CONSTRAINT pgcatalog_text_stats_pkey",
+                "UPDATE pgcatalog_text_stats SET documents = documents - 1, words = words - 5",
+                "INSERT INTO pgcatalog_text_stats SELECT index_name, 1, 5 FROM pgcatalog_text_stats",
+                "INSERT INTO pgcatalog_text_stats SELECT index_name, 0, 0 FROM pgcatalog_text_stats",
+            ]
+        )
+        transaction.commit()
+        try:
+            with psycopg.connect(self.dsn) as conn:
+                self.assertEqual(conn.execute(every).fetchone(), (4 * rows,))
+            self.assertEqual(self.relevance(), before)  # searches add them up
+        finally:
+            changes_for(self.catalog).ddl.append(TEXT_STATISTICS)  # as the schema is applied at start
+            transaction.commit()
+        with psycopg.connect(self.dsn) as conn:
+            self.assertEqual(conn.execute(STATS).fetchall(), stats)
+            key = "SELECT 1 FROM pg_constraint WHERE conname = 'pgcatalog_text_stats_pkey'"
+            self.assertTrue(conn.execute(key).fetchone())
+        self.assertEqual(self.relevance(), before)
+        api.content.create(container=self.portal, type="Document", id="text-3", title="River 3")
+        transaction.commit()
+        with psycopg.connect(self.dsn) as conn:
+            self.assertEqual(conn.execute(STATS).fetchall(), conn.execute(RECOUNT).fetchall())
