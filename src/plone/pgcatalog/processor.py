@@ -25,6 +25,7 @@ from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import BUMP_COUNTER
+from plone.pgcatalog.schema import FOLD_WORDS_NOW
 from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
@@ -151,6 +152,10 @@ class CatalogStateProcessor:
         if not pending:
             return
         check_concurrent(cursor, pending)
+        if pending.ddl:
+            # PostgreSQL alters no table with trigger events pending: the text
+            # statistics' deferred ones fire now (their sum so far goes in)
+            cursor.execute(FOLD_WORDS_NOW)
         for statement in pending.ddl:
             try:
                 cursor.execute(statement)

@@ -30,6 +30,8 @@ __all__ = [
     "CATALOG_ROWS",
     "BUMP_COUNTER",
     "GENERATION",
+    "WORD_TRIGGERS",
+    "FOLD_WORDS_NOW",
     "HOT_KEYS_INDEX",
     "ROWS",
     "drop_index_ddl",
@@ -112,14 +114,30 @@ HOT_KEYS_INDEX = (
 
 
 # Okapi BM25 needs, per text index, how many documents it holds and their
-# total length in words: one row per index.  Each change of a row's word
-# counts, by whatever statement (a commit, a rebuild, zodb-pgjsonb's pack),
-# adds its difference to that row in place (commits are serialised by
-# zodb-pgjsonb's lock).  Read by its key: a transaction that changes many
-# rows leaves as many dead versions behind, which no later read or commit
-# scans (rows of differences folded at each commit did: a table never
-# shrinks, and a bulk load left thousands of pages that every commit's fold
-# and every text search read, autovacuum or not).
+# total length in words: one row per index, read by its key.  A
+# transaction's changes of word counts, by whatever statement (a commit, a
+# rebuild, an undo, zodb-pgjsonb's pack), are summed as they happen and
+# added to those rows once, at its commit.  Rows of differences, folded at
+# each catalog commit (before schema version 4), left a table that never
+# shrinks: after a bulk load of 20,000 documents, 434 pages that every
+# commit's fold and every text search scanned, vacuumed or not; updating
+# the rows in place for each change made a transaction's N changes cost
+# N^2 / 2 steps through the versions it left (5,000 changes: 0.8 s).
+
+WORD_TRIGGERS = (
+    "pgcatalog_words_added",
+    "pgcatalog_words_changed",
+    "pgcatalog_words_removed",
+    "pgcatalog_words_folded_added",
+    "pgcatalog_words_folded_changed",
+    "pgcatalog_words_folded_removed",
+)
+"""The triggers on ``object_state`` that keep the text statistics."""
+
+FOLD_WORDS_NOW = f"SET CONSTRAINTS {', '.join(t for t in WORD_TRIGGERS if '_folded_' in t)} IMMEDIATE"
+"""The deferred word triggers fire now, and at the end of each statement
+from then on: before DDL on ``object_state`` in a transaction that wrote it."""
+
 TEXT_STATISTICS = """
 CREATE TABLE IF NOT EXISTS pgcatalog_text_stats (
     index_name TEXT NOT NULL, documents BIGINT NOT NULL, words BIGINT NOT NULL);
@@ -132,18 +150,40 @@ DO $$ BEGIN
         ALTER TABLE pgcatalog_text_stats ADD CONSTRAINT pgcatalog_text_stats_pkey PRIMARY KEY (index_name);
     END IF;
 END $$;
+-- Each change of a row's word counts adds its difference to this
+-- transaction's sum (a setting local to it: no row version per change)...
 CREATE OR REPLACE FUNCTION pgcatalog_count_words() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changes jsonb := COALESCE(NULLIF(current_setting('pgcatalog.text_changes', true), '')::jsonb, '{}');
 BEGIN
-    INSERT INTO pgcatalog_text_stats AS t (index_name, documents, words)
-    SELECT name, sum(documents), sum(words) FROM (
-        SELECT key AS name, 1 AS documents, (value->>0)::bigint AS words
-          FROM jsonb_each(CASE WHEN TG_OP <> 'DELETE' THEN NEW.word_counts END)
-        UNION ALL
-        SELECT key, -1, -(value->>0)::bigint
-          FROM jsonb_each(CASE WHEN TG_OP <> 'INSERT' THEN OLD.word_counts END)
-    ) AS changes GROUP BY name HAVING sum(documents) <> 0 OR sum(words) <> 0
-    ON CONFLICT (index_name) DO UPDATE
-        SET documents = t.documents + EXCLUDED.documents, words = t.words + EXCLUDED.words;
+    SELECT changes || COALESCE(jsonb_object_agg(name, jsonb_build_array(
+               COALESCE((changes -> name ->> 0)::bigint, 0) + documents,
+               COALESCE((changes -> name ->> 1)::bigint, 0) + words)), '{}')
+      INTO changes
+      FROM (SELECT name, sum(documents) AS documents, sum(words) AS words FROM (
+              SELECT key AS name, 1 AS documents, (value->>0)::bigint AS words
+                FROM jsonb_each(CASE WHEN TG_OP <> 'DELETE' THEN NEW.word_counts END)
+              UNION ALL
+              SELECT key, -1, -(value->>0)::bigint
+                FROM jsonb_each(CASE WHEN TG_OP <> 'INSERT' THEN OLD.word_counts END)
+           ) AS row_changes GROUP BY name) AS summed;
+    PERFORM set_config('pgcatalog.text_changes', changes::text, true);
+    RETURN NULL;
+END $$;
+-- ...which goes into the statistics once, at commit: the first of the
+-- deferred triggers takes it, the others find nothing (whoever writes:
+-- a catalog commit, an undo, zodb-pgjsonb's pack, SQL by hand)
+CREATE OR REPLACE FUNCTION pgcatalog_fold_words() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changes jsonb := NULLIF(current_setting('pgcatalog.text_changes', true), '')::jsonb;
+BEGIN
+    IF changes IS NOT NULL THEN
+        PERFORM set_config('pgcatalog.text_changes', '', true);
+        INSERT INTO pgcatalog_text_stats AS t (index_name, documents, words)
+        SELECT key, (value ->> 0)::bigint, (value ->> 1)::bigint FROM jsonb_each(changes)
+        ON CONFLICT (index_name) DO UPDATE
+            SET documents = t.documents + EXCLUDED.documents, words = t.words + EXCLUDED.words;
+    END IF;
     RETURN NULL;
 END $$;
 CREATE OR REPLACE TRIGGER pgcatalog_words_added AFTER INSERT ON object_state
@@ -152,6 +192,19 @@ CREATE OR REPLACE TRIGGER pgcatalog_words_changed AFTER UPDATE OF word_counts ON
     FOR EACH ROW WHEN (OLD.word_counts IS DISTINCT FROM NEW.word_counts) EXECUTE FUNCTION pgcatalog_count_words();
 CREATE OR REPLACE TRIGGER pgcatalog_words_removed AFTER DELETE ON object_state
     FOR EACH ROW WHEN (OLD.word_counts IS NOT NULL) EXECUTE FUNCTION pgcatalog_count_words();
+DO $$ BEGIN  -- constraint triggers have no CREATE OR REPLACE
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'pgcatalog_words_folded_added') THEN
+        CREATE CONSTRAINT TRIGGER pgcatalog_words_folded_added AFTER INSERT ON object_state
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL)
+            EXECUTE FUNCTION pgcatalog_fold_words();
+        CREATE CONSTRAINT TRIGGER pgcatalog_words_folded_changed AFTER UPDATE OF word_counts ON object_state
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.word_counts IS DISTINCT FROM NEW.word_counts)
+            EXECUTE FUNCTION pgcatalog_fold_words();
+        CREATE CONSTRAINT TRIGGER pgcatalog_words_folded_removed AFTER DELETE ON object_state
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.word_counts IS NOT NULL)
+            EXECUTE FUNCTION pgcatalog_fold_words();
+    END IF;
+END $$;
 -- Okapi BM25 as ZCTextIndex's OkapiIndex scores one word of a document
 -- (K1 = 1.2, B = 0.75): the same float operations in the same order, so
 -- the same integer.  idf1024 = ln(1 + N / df) * 1024.

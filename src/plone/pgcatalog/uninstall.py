@@ -23,6 +23,7 @@ from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.processor import retire_processor
 from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
+from plone.pgcatalog.schema import WORD_TRIGGERS
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool
@@ -141,12 +142,13 @@ def drop_catalog_schema(dsn: str, lock_timeout: str = "10s") -> bool:
             conn.execute(f"SET LOCAL lock_timeout = '{lock_timeout}'")
             for (what,) in conn.execute(_OBJECTS).fetchall():
                 conn.execute(f"DROP {what}")
-            for trigger in ("pgcatalog_words_added", "pgcatalog_words_changed", "pgcatalog_words_removed"):
+            for trigger in WORD_TRIGGERS:
                 conn.execute(f"DROP TRIGGER IF EXISTS {trigger} ON object_state")
             columns = ", ".join(f"DROP COLUMN IF EXISTS {name}" for name in row.column_names())
             conn.execute(f"ALTER TABLE object_state {columns}")
             conn.execute(
-                "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_okapi(float8, float8, float8, float8)"
+                "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), "
+                "pgcatalog_okapi(float8, float8, float8, float8)"
             )
             conn.execute("DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema")
     logger.info("plone.pgcatalog: catalog columns, indexes and tables dropped")
