@@ -68,11 +68,6 @@ ALTER TABLE object_state
 -- metadata and wide columns out of line first, and a search reads each row's
 -- idx from the heap page, without fetching or decompressing anything.
 ALTER TABLE object_state ALTER COLUMN idx SET STORAGE MAIN;
--- Relevance scoring reads the word counts of every match: kept inline too
--- (compressed: a few hundred bytes), not fetched from the TOAST table by
--- its index for each match (a text search of 2,600 matches at 20,000
--- documents: 7.6 -> 5.0 ms to read them).  Rows written before keep theirs.
-ALTER TABLE object_state ALTER COLUMN word_counts SET STORAGE MAIN;
 -- Metadata is JSON text: only Python reads it, and PostgreSQL would spend
 -- more printing a JSONB value than fetching it.  (0.1.0.dev0 stored JSONB.)
 DO $$ BEGIN
