@@ -49,8 +49,9 @@ SCHEMA_VERSION = 4
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
 filled and searches read them (``row.TYPED``); 4: one row of text
-statistics per index, updated in place (the run-time role needs UPDATE on
-``pgcatalog_text_stats``: grant it again), word counts stored inline."""
+statistics per index, to which each transaction adds its changes at commit
+(the run-time role needs UPDATE on ``pgcatalog_text_stats``: grant it
+again)."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
