@@ -26,6 +26,7 @@ from measure import time_repeated
 from pathlib import Path
 from publisher import RequestCycle
 from publisher import Writer
+from publisher import written_site
 from workload import run_bare
 from workload import run_listing
 from workload import scenarios
@@ -415,52 +416,34 @@ def ab(docs: int, iterations: int, warmup: int) -> dict:
     hits them alike): plain, after 12 ms of sleep, with the savepoint set
     ahead, first in request (``fir``), after a write and first in request
     (``both``); medians in ms."""
-    from worker import Worker
-
     logging.disable(logging.CRITICAL)
-    home = Path(tempfile.mkdtemp(prefix="pgcatalog-after-writes-"))
     out: dict = {}
-    try:
-        with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
-            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home)})
-            worker.build()
-            worker.grow_to(docs)
-            worker.analyze()
-            db = worker.app._p_jar.db()
-            writer = Writer(db, docs, "thread")
-            cycle = RequestCycle(db)
-            transaction.abort()
-            cycle.adopt(worker.app)
-            by_name = {s.name: s for s in scenarios()}
-            for name, run in AB_CASES:
-                scenario = by_name[name]
-                samples: dict = {mode: [] for mode in AB_MODES}
-                for i in range(warmup + iterations):
-                    turn = i % len(AB_MODES)
-                    for mode in AB_MODES[turn:] + AB_MODES[:turn]:
-                        if mode.startswith("both"):
-                            writer.write()
-                        if mode.startswith(("both", "fir")):
-                            worker.app, worker.site = cycle.next(scenario.anonymous)
-                            worker.catalog = worker.site.portal_catalog
-                        else:
-                            worker.as_user(scenario)
-                        if mode.endswith("sleep12"):
-                            time.sleep(0.012)
-                        if mode.endswith("savepoint"):
-                            preset_savepoint(worker.catalog)
-                        started = time.perf_counter()
-                        run(worker.catalog, scenario.query)
-                        if i >= warmup:
-                            samples[mode].append((time.perf_counter() - started) * 1000.0)
-                key = f"{name} {run.__name__.removeprefix('run_')}"
-                out[key] = {mode: statistics.median(values) for mode, values in samples.items()}
-                log(f"{key}: " + ", ".join(f"{m} {v:.2f}" for m, v in out[key].items()))
-            writer.close()
-            transaction.abort()
-            db.close()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    with written_site(docs, "pgcatalog-after-writes-") as (worker, writer, cycle):
+        by_name = {s.name: s for s in scenarios()}
+        for name, run in AB_CASES:
+            scenario = by_name[name]
+            samples: dict = {mode: [] for mode in AB_MODES}
+            for i in range(warmup + iterations):
+                turn = i % len(AB_MODES)
+                for mode in AB_MODES[turn:] + AB_MODES[:turn]:
+                    if mode.startswith("both"):
+                        writer.write()
+                    if mode.startswith(("both", "fir")):
+                        worker.app, worker.site = cycle.next(scenario.anonymous)
+                        worker.catalog = worker.site.portal_catalog
+                    else:
+                        worker.as_user(scenario)
+                    if mode.endswith("sleep12"):
+                        time.sleep(0.012)
+                    if mode.endswith("savepoint"):
+                        preset_savepoint(worker.catalog)
+                    started = time.perf_counter()
+                    run(worker.catalog, scenario.query)
+                    if i >= warmup:
+                        samples[mode].append((time.perf_counter() - started) * 1000.0)
+            key = f"{name} {run.__name__.removeprefix('run_')}"
+            out[key] = {mode: statistics.median(values) for mode, values in samples.items()}
+            log(f"{key}: " + ", ".join(f"{m} {v:.2f}" for m, v in out[key].items()))
     return out
 
 

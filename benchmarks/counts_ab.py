@@ -16,23 +16,17 @@ searches and of the writes before them to
 
 from __future__ import annotations
 
-from database import fresh_database
-from database import pg_server
 from pathlib import Path
-from publisher import RequestCycle
-from publisher import Writer
+from publisher import written_site
 from workload import run_bare
 from workload import scenarios
 
 import argparse
 import json
 import logging
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-import transaction
 
 
 HERE = Path(__file__).resolve().parent
@@ -55,53 +49,36 @@ def counted_every_time(catalog, where: str, params: list, window: bool = False):
 
 def ab(docs: int, iterations: int, warmup: int) -> dict:
     from plone.pgcatalog import search
-    from worker import Worker
 
     remembered = search.count_column
     logging.disable(logging.CRITICAL)
-    home = Path(tempfile.mkdtemp(prefix="pgcatalog-counts-ab-"))
     out: dict = {"docs": docs, "iterations": iterations, "scenarios": {}}
-    try:
-        with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
-            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home)})
-            worker.build()
-            worker.grow_to(docs)
-            worker.analyze()
-            db = worker.app._p_jar.db()
-            writer = Writer(db, docs, "thread")
-            cycle = RequestCycle(db)
-            transaction.abort()
-            cycle.adopt(worker.app)
-            by_name = {s.name: s for s in scenarios()}
-            for name in SCENARIOS:
-                scenario = by_name[name]
-                searches: dict = {"remembered": [], "every time": []}
-                writes: dict = {"remembered": [], "every time": []}
-                for i in range(warmup + iterations):
-                    turns = ("remembered", "every time") if i % 2 else ("every time", "remembered")
-                    for turn in turns:
-                        search.count_column = remembered if turn == "remembered" else counted_every_time
-                        writer.write()
-                        worker.app, worker.site = cycle.next(scenario.anonymous)
-                        started = time.perf_counter()
-                        run_bare(worker.site.portal_catalog, scenario.query)
-                        if i >= warmup:
-                            searches[turn].append((time.perf_counter() - started) * 1000.0)
-                            writes[turn].append(writer.write_ms[-1])
-                search.count_column = remembered
-                out["scenarios"][name] = {
-                    turn: {
-                        "search_ms": statistics.median(searches[turn]),
-                        "write_ms": statistics.median(writes[turn]),
-                    }
-                    for turn in searches
+    with written_site(docs, "pgcatalog-counts-ab-") as (worker, writer, cycle):
+        by_name = {s.name: s for s in scenarios()}
+        for name in SCENARIOS:
+            scenario = by_name[name]
+            searches: dict = {"remembered": [], "every time": []}
+            writes: dict = {"remembered": [], "every time": []}
+            for i in range(warmup + iterations):
+                turns = ("remembered", "every time") if i % 2 else ("every time", "remembered")
+                for turn in turns:
+                    search.count_column = remembered if turn == "remembered" else counted_every_time
+                    writer.write()
+                    worker.app, worker.site = cycle.next(scenario.anonymous)
+                    started = time.perf_counter()
+                    run_bare(worker.site.portal_catalog, scenario.query)
+                    if i >= warmup:
+                        searches[turn].append((time.perf_counter() - started) * 1000.0)
+                        writes[turn].append(writer.write_ms[-1])
+            search.count_column = remembered
+            out["scenarios"][name] = {
+                turn: {
+                    "search_ms": statistics.median(searches[turn]),
+                    "write_ms": statistics.median(writes[turn]),
                 }
-                log(f"{name}: {out['scenarios'][name]}")
-            writer.close()
-            transaction.abort()
-            db.close()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+                for turn in searches
+            }
+            log(f"{name}: {out['scenarios'][name]}")
     return out
 
 

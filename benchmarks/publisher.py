@@ -20,11 +20,16 @@ make it closer to a live site (issue 21, point 2):
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from workload import doc_spec
 from workload import SITE_ID
 
+import contextlib
 import queue
+import shutil
+import tempfile
 import threading
 import time
 import transaction
@@ -188,3 +193,35 @@ class Writer:
                 transaction.abort()
                 self._done.put(error)
         publisher_end(app)
+
+
+@contextlib.contextmanager
+def written_site(docs: int, prefix: str) -> Iterator[tuple[Any, Writer, RequestCycle]]:
+    """A plone.pgcatalog site of *docs* documents on a fresh database
+    (analyzed), with a :class:`Writer` in its own thread and a
+    :class:`RequestCycle` that has adopted the site's app: ``(worker,
+    writer, cycle)``.  Closed and dropped afterwards."""
+    from database import fresh_database
+    from database import pg_server
+    from worker import Worker
+
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
+            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home)})
+            worker.build()
+            worker.grow_to(docs)
+            worker.analyze()
+            db = worker.app._p_jar.db()
+            writer = Writer(db, docs, "thread")
+            cycle = RequestCycle(db)
+            transaction.abort()
+            cycle.adopt(worker.app)
+            try:
+                yield worker, writer, cycle
+            finally:
+                writer.close()
+                transaction.abort()
+                db.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -120,17 +120,22 @@ HOT_KEYS_INDEX = (
 # the rows in place for each change made a transaction's N changes cost
 # N^2 / 2 steps through the versions it left (5,000 changes: 0.8 s).
 
-WORD_TRIGGERS = (
-    "pgcatalog_words_added",
-    "pgcatalog_words_changed",
-    "pgcatalog_words_removed",
+FOLD_TRIGGERS = (
     "pgcatalog_words_folded_added",
     "pgcatalog_words_folded_changed",
     "pgcatalog_words_folded_removed",
 )
+"""The deferred triggers that add a transaction's sum at its commit."""
+
+WORD_TRIGGERS = (
+    "pgcatalog_words_added",
+    "pgcatalog_words_changed",
+    "pgcatalog_words_removed",
+    *FOLD_TRIGGERS,
+)
 """The triggers on ``object_state`` that keep the text statistics."""
 
-FOLD_WORDS_NOW = f"SET CONSTRAINTS {', '.join(t for t in WORD_TRIGGERS if '_folded_' in t)} IMMEDIATE"
+FOLD_WORDS_NOW = f"SET CONSTRAINTS {', '.join(FOLD_TRIGGERS)} IMMEDIATE"
 """The deferred word triggers fire now, and at the end of each statement
 from then on: before DDL on ``object_state`` in a transaction that wrote it."""
 
