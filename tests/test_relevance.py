@@ -230,3 +230,83 @@ class FoldingTest(unittest.TestCase):
                 self.assertEqual(zlen, plen, query)
                 found_some += bool(zpaths)
         self.assertGreater(found_some, 2 * len(FOLDED) * 0.6)
+
+
+# every word's frequency, as rows of releases before schema version 5 hold them
+EVERY_FREQUENCY = """UPDATE object_state SET word_counts = (
+    SELECT jsonb_object_agg(c.key, jsonb_build_array(c.value -> 0, COALESCE((
+        SELECT jsonb_object_agg(u.lexeme, cardinality(u.positions))
+          FROM unnest(CASE c.key WHEN 'SearchableText' THEN searchable_text
+                                 ELSE (idx ->> c.key)::tsvector END) AS u), '{}') || (c.value -> 1)))
+      FROM jsonb_each(word_counts) AS c)
+ WHERE word_counts IS NOT NULL"""
+
+
+class FrequenciesTest(unittest.TestCase):
+    """A word's frequency is its number of positions in the tsvector,
+    except where PostgreSQL keeps fewer (at most 256 a word, none past
+    16,383): the row's word counts hold those.  Rows that hold every
+    frequency (an older release's) score the same, and the upgrade drops
+    what positions tell."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    QUERIES = [
+        {"SearchableText": "river"},
+        {"SearchableText": "stone"},
+        {"SearchableText": "filler"},
+        {"SearchableText": "riv*"},
+        {"SearchableText": "s* OR fil*"},
+        {"SearchableText": '"copper river"'},  # (no phrase past position 16,383: reference.md)
+        {"SearchableText": "river OR copper"},
+        {"Description": "river OR stone"},
+        {"Title": "willow"},
+    ]
+
+    def compare(self, label):
+        app = self.layer["app"]
+        for query in self.QUERIES:
+            zpaths, zscores, *zlen = scored(app["zplone"], query)
+            ppaths, pscores, *plen = scored(app["plone"], query)
+            what = f"{label}: {query!r}"
+            self.assertEqual(zlen, plen, what)
+            self.assertEqual(
+                sorted(zip(zscores, zpaths, strict=True)), sorted(zip(pscores, ppaths, strict=True)), what
+            )
+
+    def test_frequencies_positions_do_not_tell(self):
+        from plone.pgcatalog import registry as r
+        from plone.pgcatalog.connection import storage_dsn
+        from plone.pgcatalog.relevance import compact_word_counts_sql
+
+        import psycopg
+
+        app = self.layer["app"]
+        login(app, SITE_OWNER_NAME)
+        texts = {
+            "many": ("Willow", "river " * 300 + "stone"),  # 300 > 256 positions
+            # past position 16,383 PostgreSQL keeps one: stone 3, river 2
+            "long": ("Willow copper", "filler " * 16400 + "stone river stone river stone"),
+            "plain": ("Copper", "river stone copper river"),
+            "short": ("Stone", "stone"),
+        }
+        for site in (app["plone"], app["zplone"]):
+            setSite(site)
+            for id_, (title, text) in texts.items():
+                api.content.create(container=site, type="Document", id=id_, title=title, description=text)
+            transaction.commit()
+        self.compare("positions")
+        counts = "SELECT path, word_counts FROM object_state WHERE word_counts IS NOT NULL ORDER BY zoid"
+        with psycopg.connect(storage_dsn(app["plone"])) as conn:
+            rows = dict(conn.execute(counts).fetchall())
+            self.assertEqual(rows["/plone/many"]["SearchableText"][1], {"river": 300})
+            self.assertEqual(rows["/plone/long"]["Description"][1], {"filler": 16400, "stone": 3, "river": 2})
+            self.assertEqual(rows["/plone/plain"]["SearchableText"][1], {})
+            conn.execute(EVERY_FREQUENCY)
+            self.assertEqual(len(conn.execute(counts).fetchall()[0][1]["SearchableText"][1]) > 0, True)
+        self.compare("every frequency stored")
+        texts = [d for d in r.index_defs(app["plone"].portal_catalog).values() if d.kind == r.TEXT]
+        with psycopg.connect(storage_dsn(app["plone"])) as conn:
+            conn.execute(compact_word_counts_sql(texts))
+            self.assertEqual(dict(conn.execute(counts).fetchall()), rows)
+        self.compare("compacted")

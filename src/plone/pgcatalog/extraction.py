@@ -227,9 +227,13 @@ def fallback_pipeline(texts: list[str]) -> list[str]:
 
 def text_value(words: list[str]) -> tuple[str | None, list]:
     """Words in document order → a ``tsvector`` literal with positions (for
-    phrases; None without words) and the index's word counts: the number of
-    words and each stored word's frequency, which Okapi BM25 scores need
-    exactly (a ``tsvector`` keeps at most 256 positions per word)."""
+    phrases and frequencies; None without words) and the index's word
+    counts: the number of words, which Okapi BM25 scores need, and the
+    frequencies its positions do not tell (a ``tsvector`` keeps at most 256
+    positions per word, and none past 16,383).  Searches read a word's
+    frequency from its positions (``pgcatalog_frequency``): the counts stay
+    a few bytes, in the row, where reading every word's frequency made each
+    scored match fetch them out of line."""
     positions: dict[str, list[int]] = {}
     frequencies: dict[str, int] = {}
     size = 0
@@ -245,14 +249,15 @@ def text_value(words: list[str]) -> tuple[str | None, list]:
         frequencies[word] = frequencies.get(word, 0) + 1
         if len(where) < 256:  # PostgreSQL keeps at most 256 positions per lexeme
             where.append(min(pos, _MAX_POSITION))
-    counts = [len(words), frequencies]
-    if not positions:
-        return None, counts
     parts = []
+    untold = {}
     for word, where in positions.items():
+        stored = sorted(set(where))
+        if len(stored) != frequencies[word]:
+            untold[word] = frequencies[word]
         quoted = word.replace("\\", "\\\\").replace("'", "''")
-        parts.append(f"'{quoted}':{','.join(map(str, sorted(set(where))))}")
-    return " ".join(parts), counts
+        parts.append(f"'{quoted}':{','.join(map(str, stored))}")
+    return " ".join(parts) or None, [len(words), untold]
 
 
 def extract(

@@ -14,8 +14,11 @@ the parts that match, a phrase its words, a glob the words it expands to.
 The other indexes of the query then change every score alike (see
 :func:`score_scale`), which leaves the order as it is.
 
-The catalog rows keep *dl* and every *f* (``word_counts``, see
-:mod:`~plone.pgcatalog.extraction`); *N* and the total length come from
+The catalog rows keep *dl* (``word_counts``, see
+:mod:`~plone.pgcatalog.extraction`); *f* is the number of the word's
+positions in the index's tsvector (``pgcatalog_frequency``) unless the
+row's word counts hold it (a word past 256 positions, or past position
+16,383); *N* and the total length come from
 ``pgcatalog_text_stats`` (kept by a trigger), corrected for this
 transaction's pending rows; *df* is counted over the catalog rows this
 transaction sees.  ``pgcatalog_okapi`` repeats OkapiIndex's float
@@ -39,7 +42,7 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["Scored", "normalized", "ranked_sql", "score_scale", "scored_sql"]
+__all__ = ["Scored", "compact_word_counts_sql", "normalized", "ranked_sql", "score_scale", "scored_sql"]
 
 
 @dataclass
@@ -97,11 +100,20 @@ class _Index:
     def _okapi(self, freq: str, idf: str) -> str:
         return f"pgcatalog_okapi(({freq})::float8, pgcatalog_c{self.n}.dl, pgcatalog_m{self.n}.meandoclen, {idf})"
 
+    def _frequency(self, word: str) -> str:
+        """The frequency of *word* (SQL) in the row: its number of positions,
+        unless the row's word counts tell it (see ``extraction.text_value``;
+        rows written before schema version 5 tell them all)."""
+        return (
+            f"COALESCE((pgcatalog_c{self.n}.freq ->> {word})::float8,"
+            f" pgcatalog_frequency({self.index.expression()}, {word}))"
+        )
+
     def _word(self, word: str) -> tuple[str, list]:
         if word not in self.words:
             self.words.append(word)
         idf = f"(SELECT idf1024 FROM pgcatalog_t{self.n} WHERE word = %s)"
-        return self._okapi(f"pgcatalog_c{self.n}.freq ->> %s", idf), [word, word]
+        return self._okapi(self._frequency("%s"), idf), [word, word, word]
 
     def _node(self, node, known: bool) -> tuple[str, list]:
         """The score of *node* for the row; *known*: the row matches it."""
@@ -112,10 +124,13 @@ class _Index:
             if value not in self.globs:
                 self.globs.append(value)
             name = f"pgcatalog_g{self.n}_{self.globs.index(value)}"
-            okapi = self._okapi(f"pgcatalog_c{self.n}.freq ->> g.word", "g.idf1024")
-            sql = (
-                f"COALESCE((SELECT sum({okapi}) FROM {name} AS g WHERE pgcatalog_c{self.n}.freq ? g.word), 0)"
+            # the row's words among the expansions: weighted and kept in one pass
+            kept = f"ts_filter(setweight({self.index.expression()}, 'A', (SELECT array_agg(word) FROM {name})), '{{a}}')"
+            okapi = self._okapi(
+                f"COALESCE((pgcatalog_c{self.n}.freq ->> g.word)::float8, cardinality(u.positions))",
+                "g.idf1024",
             )
+            sql = f"COALESCE((SELECT sum({okapi}) FROM unnest({kept}) AS u JOIN {name} AS g ON g.word = u.lexeme), 0)"
             return sql, []
         if kind == "PHRASE":
             parts = [self._word(word) for word in value]
@@ -241,3 +256,26 @@ def normalized(score: int, best: int, scale: tuple[int, int]) -> tuple[int, int]
     indexes scale them (:func:`score_scale`)."""
     a, b = scale
     return a * score + b, int(100.0 * (a * score + b) / (a * best + b))
+
+
+def compact_word_counts_sql(texts: Iterable[r.IndexDef]) -> str:
+    """An UPDATE that drops from every catalog row's word counts the
+    frequencies its *texts* (text indexes) tell by their positions: rows
+    written before schema version 5 hold every word's, too large to stay in
+    the row.  Scores stay the same."""
+    branches = " ".join(f"WHEN {r.name_literal(index.name)} THEN {index.expression()}" for index in texts)
+    if not branches:
+        return "SELECT 1"
+    untold = (
+        "SELECT COALESCE(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(c.value -> 1) AS f"
+        f" WHERE (f.value)::int IS DISTINCT FROM pgcatalog_frequency(CASE c.key {branches} END, f.key)"
+    )
+    compacted = (
+        f"SELECT zoid, (SELECT jsonb_object_agg(c.key, CASE jsonb_typeof(c.value -> 1) WHEN 'object'"
+        f" THEN jsonb_build_array(c.value -> 0, ({untold})) ELSE c.value END)"
+        " FROM jsonb_each(word_counts) AS c) AS word_counts FROM object_state WHERE word_counts IS NOT NULL"
+    )
+    return (
+        f"UPDATE object_state SET word_counts = n.word_counts FROM ({compacted}) AS n"
+        " WHERE object_state.zoid = n.zoid AND object_state.word_counts IS DISTINCT FROM n.word_counts"
+    )

@@ -28,6 +28,7 @@ from plone.pgcatalog.schema import RECORD_SCHEMA_VERSION
 from plone.pgcatalog.schema import SCHEMA_VERSION
 from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.processor import ensure_processor
+from plone.pgcatalog.relevance import compact_word_counts_sql
 from plone.pgcatalog.tool import PGCatalogTool
 from plone.pgcatalog.toolset import register_required_tool
 from Products.CMFCore.interfaces import ICatalogTool
@@ -58,8 +59,8 @@ def upgrade_lexicons(tool: PGCatalogTool) -> int:
 
 def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     """Bring an installed catalog up to this release: its lexicons within
-    the tool, any SQL index this release adds, and the schema version
-    recorded in the database (at commit)."""
+    the tool, any SQL index this release adds, its rows' word counts, and
+    the schema version recorded in the database (at commit)."""
     require_schema_owner(tool, "Upgrading plone.pgcatalog")
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
@@ -72,8 +73,11 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
         tool._pgc_typed = True
         for name, index in r.index_defs(tool).items():
             pending.ddl.extend(drop_index_ddl(untyped[name], keep=index))
-    for index in r.index_defs(tool).values():
+    defs = r.index_defs(tool).values()
+    for index in defs:
         pending.ddl.extend(index_ddl(index))
+    # word frequencies the tsvectors tell go from the rows (schema version 5)
+    pending.ddl.append(compact_word_counts_sql(index for index in defs if index.kind == r.TEXT))
     pending.ddl.append(RECORD_SCHEMA_VERSION)
     return tool
 

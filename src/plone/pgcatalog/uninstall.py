@@ -148,7 +148,7 @@ def drop_catalog_schema(dsn: str, lock_timeout: str = "10s") -> bool:
             conn.execute(f"ALTER TABLE object_state {columns}")
             conn.execute(
                 "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), "
-                "pgcatalog_okapi(float8, float8, float8, float8)"
+                "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text)"
             )
             conn.execute("DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema")
     logger.info("plone.pgcatalog: catalog columns, indexes and tables dropped")
