@@ -100,20 +100,11 @@ class _Index:
     def _okapi(self, freq: str, idf: str) -> str:
         return f"pgcatalog_okapi(({freq})::float8, pgcatalog_c{self.n}.dl, pgcatalog_m{self.n}.meandoclen, {idf})"
 
-    def _frequency(self, word: str) -> str:
-        """The frequency of *word* (SQL) in the row: its number of positions,
-        unless the row's word counts tell it (see ``extraction.text_value``;
-        rows written before schema version 5 tell them all)."""
-        return (
-            f"COALESCE((pgcatalog_c{self.n}.freq ->> {word})::float8,"
-            f" pgcatalog_frequency({self.index.expression()}, {word}))"
-        )
-
     def _word(self, word: str) -> tuple[str, list]:
         if word not in self.words:
             self.words.append(word)
         idf = f"(SELECT idf1024 FROM pgcatalog_t{self.n} WHERE word = %s)"
-        return self._okapi(self._frequency("%s"), idf), [word, word, word]
+        return self._okapi(f"pgcatalog_c{self.n}.f{self.words.index(word)}", idf), [word]
 
     def _node(self, node, known: bool) -> tuple[str, list]:
         """The score of *node* for the row; *known*: the row matches it."""
@@ -197,14 +188,24 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             params += [lexeme(prefix) + ":*", prefix, *([like] if like else [])]
         return ctes, params
 
-    def joins(self) -> str:
-        """The row's length and word frequencies, and the index's mean length."""
-        n = self.n
-        return (
-            f" CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq"
+    def joins(self) -> tuple[str, list]:
+        """The row's length and its frequency of each word (``f0``, ...),
+        and the index's mean length.  A word's frequency is its number of
+        positions, unless the row's word counts tell it (see
+        ``extraction.text_value``; rows written before schema version 5 tell
+        them all).  Computed here, once a row, it leaves ``pgcatalog_okapi``
+        plain columns to read, and PostgreSQL inlines it."""
+        n, expr = self.n, self.index.expression()
+        frequencies = "".join(
+            f", COALESCE((c -> 1 ->> %s)::float8, pgcatalog_frequency({expr}, %s)) AS f{number}"
+            for number in range(len(self.words))
+        )
+        sql = (
+            f" CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq{frequencies}"
             f" FROM (SELECT object_state.word_counts -> {self.key} AS c OFFSET 0) AS c OFFSET 0) AS pgcatalog_c{n}"
             f" CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
         )
+        return sql, [p for word in self.words for p in (word, word)]
 
 
 def ranked_sql(
@@ -219,11 +220,13 @@ def ranked_sql(
         ctes += sql
         params += ps
     score = " + ".join(part.score for part in parts)
-    joins = "".join(part.joins() for part in parts)
+    joins = [part.joins() for part in parts]
     ctes.append(
-        f"pgcatalog_scored AS MATERIALIZED (SELECT zoid, path, ({score})::bigint AS score FROM {ROWS}{joins} WHERE {where})"
+        f"pgcatalog_scored AS MATERIALIZED (SELECT zoid, path, ({score})::bigint AS score"
+        f" FROM {ROWS}{''.join(sql for sql, _ in joins)} WHERE {where})"
     )
     params += [p for part in parts for p in part.score_params]
+    params += [p for _, join_params in joins for p in join_params]
     params += where_params
     return "WITH " + ",\n".join(ctes), params
 
