@@ -151,3 +151,13 @@ def build_content(site, seed=7, count=40):
 def relpaths(site, results):
     prefix = "/".join(site.getPhysicalPath())
     return [brain.getPath()[len(prefix) :] for brain in results]
+
+
+# every word's frequency, as rows of releases before schema version 5 hold them
+EVERY_FREQUENCY = """UPDATE object_state SET word_counts = (
+    SELECT jsonb_object_agg(c.key, jsonb_build_array(c.value -> 0, COALESCE((
+        SELECT jsonb_object_agg(u.lexeme, cardinality(u.positions))
+          FROM unnest(CASE c.key WHEN 'SearchableText' THEN searchable_text
+                                 ELSE (idx ->> c.key)::tsvector END) AS u), '{}') || (c.value -> 1)))
+      FROM jsonb_each(word_counts) AS c)
+ WHERE word_counts IS NOT NULL"""

@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import timedelta
 from DateTime import DateTime
 from helpers import build_content
+from helpers import EVERY_FREQUENCY
 from helpers import relpaths
 from plone import api
 from plone.app.testing import login
@@ -260,6 +261,41 @@ class UpgradeTest(unittest.TestCase):
             self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
         found = portal.portal_catalog.unrestrictedSearchResults(id="before")
         self.assertEqual([b.Title for b in found], ["Before the upgrade"])
+
+    def test_release_before_compact_word_counts_upgrades(self):
+        """Rows of schema version 4 held every word's frequency: they score
+        the same, ``verify`` lists them as stale, and the upgrade drops
+        what the positions tell, leaving the rows this release writes."""
+        portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        texts = ("river stone river", "river " * 300, "stone copper", "copper copper river willow")
+        for number, text in enumerate(texts):
+            api.content.create(
+                container=portal, type="Document", id=f"t{number}", title=f"T{number}", description=text
+            )
+        transaction.commit()
+        tool, setup = portal.portal_catalog, portal.portal_setup
+        dsn = storage_dsn(portal)
+        counts = "SELECT zoid, word_counts FROM object_state WHERE word_counts IS NOT NULL ORDER BY zoid"
+
+        def relevance():
+            return [(b.getId, b.data_record_score_) for b in tool(SearchableText="river OR st*")]
+
+        scores = relevance()
+        self.assertEqual(len(scores), 4)
+        with psycopg.connect(dsn) as conn:
+            written = conn.execute(counts).fetchall()
+            conn.execute(EVERY_FREQUENCY)
+        setup.setLastVersionForProfile("plone.pgcatalog:default", "4")
+        transaction.commit()
+        self.assertEqual(relevance(), scores)
+        self.assertEqual(len(verify(tool).stale), len(written))
+        self.assertTrue(get_installer(portal, self.layer["request"]).upgrade_product("plone.pgcatalog"))
+        transaction.commit()
+        with psycopg.connect(dsn) as conn:
+            self.assertEqual(conn.execute(counts).fetchall(), written)
+        self.assertEqual(relevance(), scores)
+        self.assertTrue(verify(tool).ok)
 
     def test_release_before_the_typed_columns_upgrades(self):
         """A catalog of schema version 2 kept the hot keys in ``idx`` only,
