@@ -182,7 +182,7 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             ctes.append(
                 f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT u.lexeme AS word,"
                 f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
-                f" FROM pgcatalog_s{n} AS s, {ROWS}, unnest({expr}) AS u"
+                f" FROM pgcatalog_s{n} AS s, {ROWS}, unnest(tsvector_to_array({expr})) AS u(lexeme)"
                 f" WHERE {expr} @@ %s::tsquery AND {words} GROUP BY u.lexeme, s.documents)"
             )
             params += [lexeme(prefix) + ":*", prefix, *([like] if like else [])]
