@@ -103,8 +103,8 @@ class _Index:
     def _word(self, word: str) -> tuple[str, list]:
         if word not in self.words:
             self.words.append(word)
-        idf = f"(SELECT idf1024 FROM pgcatalog_t{self.n} WHERE word = %s)"
-        return self._okapi(f"pgcatalog_c{self.n}.f{self.words.index(word)}", idf), [word]
+        i = self.words.index(word) + 1
+        return self._okapi(f"pgcatalog_c{self.n}.f[{i}]", f"pgcatalog_t{self.n}.idf1024[{i}]"), []
 
     def _node(self, node, known: bool) -> tuple[str, list]:
         """The score of *node* for the row; *known*: the row matches it."""
@@ -169,10 +169,12 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             f"sum(words)::float8 / NULLIF(sum(documents), 0)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
         ]
         if self.words:
+            # the words and their idf (NULL where no document holds the word), in order
             ctes.append(
-                f"pgcatalog_t{n} AS MATERIALIZED (SELECT w.word, ln(1.0::float8 + s.documents / w.df) * 1024.0::float8 AS idf1024"
-                f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
-                " FROM unnest(%s::text[], %s::tsquery[]) AS v(word, q) OFFSET 0) AS w WHERE w.df > 0)"
+                f"pgcatalog_t{n} AS MATERIALIZED (SELECT array_agg(w.word ORDER BY w.i) AS words,"
+                " array_agg(ln(1.0::float8 + s.documents / NULLIF(w.df, 0)) * 1024.0::float8 ORDER BY w.i) AS idf1024"
+                f" FROM pgcatalog_s{n} AS s, (SELECT word, i, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
+                " FROM unnest(%s::text[], %s::tsquery[]) WITH ORDINALITY AS v(word, q, i) OFFSET 0) AS w)"
             )
             # two parameters however many words (PostgreSQL takes at most 65,535)
             params += [array_literal(self.words), array_literal(lexeme(word) for word in self.words)]
@@ -189,21 +191,26 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         return ctes, params
 
     def joins(self) -> tuple[str, list]:
-        """The row's length and its frequency of each word (``f0``, ...),
-        and the index's mean length.  A word's frequency is its number of
-        positions, unless the row's word counts tell it (see
-        ``extraction.text_value``; rows written before schema version 5 tell
-        them all).  Computed here, once a row, it leaves ``pgcatalog_okapi``
-        plain columns to read, and PostgreSQL inlines it."""
+        """The index's mean length and idf of its words, and the row's
+        length and frequency of each word (the array ``f``).  A word's
+        frequency is its number of positions, unless the row's word counts
+        tell it (see ``extraction.text_value``; rows written before schema
+        version 5 tell them all).  Computed here, once a row, they leave
+        ``pgcatalog_okapi`` plain values, and PostgreSQL inlines it; one
+        array, whatever the number of words (a select list takes at most
+        1,664)."""
         n, expr = self.n, self.index.expression()
-        frequencies = "".join(
-            f", COALESCE((c -> 1 ->> %s)::float8, pgcatalog_frequency({expr}, %s)) AS f{number}"
-            for number in range(len(self.words))
-        )
+        joins, columns = f" CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}", ""
+        if self.words:
+            # each word twice as a parameter: PostgreSQL folds ARRAY[word] once
+            each = ", ".join(
+                f"COALESCE((c -> 1 ->> %s)::float8, pgcatalog_frequency({expr}, %s))" for _ in self.words
+            )
+            joins += f" CROSS JOIN pgcatalog_t{n}"
+            columns = f", ARRAY[{each}] AS f"
         sql = (
-            f" CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq{frequencies}"
+            f"{joins} CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq{columns}"
             f" FROM (SELECT object_state.word_counts -> {self.key} AS c OFFSET 0) AS c OFFSET 0) AS pgcatalog_c{n}"
-            f" CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
         )
         return sql, [p for word in self.words for p in (word, word)]
 
