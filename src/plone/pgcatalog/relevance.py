@@ -284,6 +284,9 @@ def compact_word_counts_sql(texts: Iterable[r.IndexDef]) -> str:
         f"SELECT zoid, (SELECT jsonb_object_agg(c.key, CASE jsonb_typeof(c.value -> 1) WHEN 'object'"
         f" THEN jsonb_build_array(c.value -> 0, ({untold})) ELSE c.value END)"
         " FROM jsonb_each(word_counts) AS c) AS word_counts FROM object_state WHERE word_counts IS NOT NULL"
+        # rows with no frequency at all (this release's, mostly) are skipped
+        " AND EXISTS (SELECT FROM jsonb_each(word_counts) AS c WHERE jsonb_typeof(c.value -> 1) = 'object'"
+        " AND c.value -> 1 <> '{}')"
     )
     return (
         f"UPDATE object_state SET word_counts = n.word_counts FROM ({compacted}) AS n"
