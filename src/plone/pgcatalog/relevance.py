@@ -90,8 +90,9 @@ class _Index:
         self.n = number
         self.index = scored.index
         self.key = r.name_literal(scored.index.name)
-        self.words: list[str] = []
-        self.globs: list[str] = []
+        # each word and glob with its number (1, 2, ...), in query order
+        self.words: dict[str, int] = {}
+        self.globs: dict[str, int] = {}
         self.score, self.score_params = self._node(scored.tree, True)
         self.pending = pending
 
@@ -101,9 +102,7 @@ class _Index:
         return f"pgcatalog_okapi(({freq})::float8, pgcatalog_c{self.n}.dl, pgcatalog_m{self.n}.meandoclen, {idf})"
 
     def _word(self, word: str) -> tuple[str, list]:
-        if word not in self.words:
-            self.words.append(word)
-        i = self.words.index(word) + 1
+        i = self.words.setdefault(word, len(self.words) + 1)
         return self._okapi(f"pgcatalog_c{self.n}.f[{i}]", f"pgcatalog_t{self.n}.idf1024[{i}]"), []
 
     def _node(self, node, known: bool) -> tuple[str, list]:
@@ -112,9 +111,7 @@ class _Index:
         if kind == "ATOM":
             return self._word(value)
         if kind == "GLOB":
-            if value not in self.globs:
-                self.globs.append(value)
-            name = f"pgcatalog_g{self.n}_{self.globs.index(value)}"
+            name = f"pgcatalog_g{self.n}_{self.globs.setdefault(value, len(self.globs) + 1)}"
             # the row's words among the expansions: weighted and kept in one pass
             kept = f"ts_filter(setweight({self.index.expression()}, 'A', (SELECT array_agg(word) FROM {name})), '{{a}}')"
             okapi = self._okapi(
@@ -178,7 +175,7 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             )
             # two parameters however many words (PostgreSQL takes at most 65,535)
             params += [array_literal(self.words), array_literal(lexeme(word) for word in self.words)]
-        for number, pattern in enumerate(self.globs):
+        for pattern, number in self.globs.items():
             prefix, like = glob_prefix(pattern), glob_like(pattern)
             words = "starts_with(u.lexeme, %s)" + (" AND u.lexeme LIKE %s" if like else "")
             ctes.append(

@@ -219,7 +219,7 @@ $$;
 -- positions (NULL where it is not there).  The word alone is weighted and
 -- kept, and its positions counted in the text of what is left: they follow
 -- its last "':" (a position holds digits, commas and weights only).  An
--- expression, inlined into the query: 0.8 us a row, where unnesting the
+-- expression, inlined into the query: 0.7 us a row, where unnesting the
 -- vector costs twice that and fetching stored frequencies out of line four
 -- times.  Row word counts hold the frequencies positions cannot tell.
 CREATE OR REPLACE FUNCTION pgcatalog_frequency(vector tsvector, word text)

@@ -65,6 +65,8 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
+    if RECORD_SCHEMA_VERSION in pending.ddl:
+        return tool  # an earlier step of this upgrade queued it all
     if not tool._pgc_typed:
         # the hot keys' typed columns, filled from idx in the commit, are
         # what searches read from then on; their expression indexes go
