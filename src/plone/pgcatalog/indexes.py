@@ -7,6 +7,10 @@ into ``catalog._catalog`` (the search page lists the used types with
 up its query parsers by the *class* of ``_catalog.indexes[name]``; add-ons
 read ``_catalog.uids``, ``paths`` and ``data``).  These small views give
 those calls their ZCatalog answers from SQL.
+
+None of them is published: they answer without the catalog's security
+filter, for Python callers only (a stock ZCatalog's index objects are
+URLs; here ``Indexes/...`` answers 404).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from Products.ZCatalog.query import IndexQuery
 from zope.interface import classImplementsOnly
 from zope.interface import implementedBy
 from zope.interface import implementer
+from ZPublisher import zpublish
 
 import importlib
 import orjson
@@ -53,6 +58,7 @@ _STOCK_CLASSES = {
 }
 
 
+@zpublish(False)
 class _ForwardIndex:
     """``index._index``: value → record id, for unique (UUID) indexes."""
 
@@ -70,6 +76,7 @@ class _ForwardIndex:
         return iter(self.keys())
 
 
+@zpublish(False)
 @implementer(IPGIndex)
 class IndexView:
     """One catalog index, read-only, as ZCatalog's index object answers."""
@@ -282,6 +289,7 @@ def _range_end_values(tool, index: r.IndexDef, end: int, with_lengths: bool) -> 
             yield (value, counts[value]) if with_lengths else value
 
 
+@zpublish(False)
 class IndexesMapping(Mapping):
     """``catalog.Indexes`` and ``_catalog.indexes``: index views by name."""
 
@@ -304,6 +312,7 @@ class IndexesMapping(Mapping):
         return len(r.index_defs(self._tool))
 
 
+@zpublish(False)
 class _ReadOnlyMapping(Mapping):
     """A ZCatalog BTree, read from the catalog rows in batches of keys."""
 
@@ -366,6 +375,7 @@ class _Data(_ReadOnlyMapping):
         return iter(_Paths(self._tool))
 
 
+@zpublish(False)
 class CatalogInternals:
     """``catalog._catalog``: the parts of ZCatalog's ``Catalog`` that
     Plone code reads (indexes, schema, ``getIndex``, ``uids``, ``paths``,

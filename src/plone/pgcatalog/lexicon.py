@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from AccessControl import ClassSecurityInfo
+from AccessControl.Permissions import query_vocabulary
+from AccessControl.class_init import InitializeClass
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from Acquisition import Implicit
 from OFS.SimpleItem import Item
 from Products.ZCTextIndex.Lexicon import _text2list
+from ZPublisher import zpublish
 
 
 __all__ = ["Lexicon", "META_TYPE", "lexicons"]
@@ -32,6 +36,11 @@ class Lexicon(Implicit, Item):
 
     meta_type = META_TYPE
     zmi_icon = "fas fa-book"
+    # As a stock lexicon, open only to who may query vocabularies (Managers);
+    # its methods serve the catalog's Python code and are no URLs at all
+    security = ClassSecurityInfo()
+    security.declareObjectProtected(query_vocabulary)
+    security.declarePrivate("set_pipeline", "getPipelineNames", "process", "parseTerms", "isGlob")
 
     def __init__(self, id: str, title: str = "", *pipeline) -> None:
         self.id = str(id)
@@ -39,6 +48,7 @@ class Lexicon(Implicit, Item):
         self._pipeline = tuple(pipeline)
 
     @classmethod
+    @zpublish(False)
     def like(cls, lexicon) -> Lexicon:
         """A lexicon with *lexicon*'s id, title and pipeline (a
         ``PLexicon`` of ZCatalog's, or one of ours)."""
@@ -72,6 +82,9 @@ class Lexicon(Implicit, Item):
 
     def isGlob(self, word: str) -> bool:
         return "*" in word or "?" in word
+
+
+InitializeClass(Lexicon)
 
 
 def lexicons(tool: Any) -> dict[str, Lexicon]:

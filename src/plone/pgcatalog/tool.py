@@ -76,6 +76,8 @@ from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from zope.interface import implementer
 
 from urllib.parse import quote
+from ZPublisher import zpublish
+from ZPublisher import zpublish_wrap
 
 import logging
 import time
@@ -168,10 +170,12 @@ class PGCatalogTool(UniqueObject, Folder):
     # -- registry ----------------------------------------------------------------
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def indexes(self) -> list[str]:
         return list(r.index_defs(self))
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def schema(self) -> list[str]:
         return list(self._pgc_columns)
 
@@ -412,6 +416,13 @@ class PGCatalogTool(UniqueObject, Folder):
 
     # -- reading ------------------------------------------------------------------
 
+    # ZCatalog's search API is for Python callers.  Its methods are never
+    # published (``zpublish(False)``), as stock ZCatalog and CMFPlone keep
+    # them off the web: Anonymous holds "Search ZCatalog", and a docstring
+    # alone would make each a URL handing out index data, metadata or paths
+    # past the security filter (docs/reference.md, "What the catalog
+    # publishes").
+
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict (see :mod:`plone.pgcatalog.search`)."""
         with searching(query):
@@ -428,9 +439,13 @@ class PGCatalogTool(UniqueObject, Folder):
 
     # CMFPlone's own: the user's roles and groups, and who sees inactive content
     _listAllowedRolesAndUsers = CatalogTool._listAllowedRolesAndUsers
+    security.declarePrivate("allow_inactive")
     allow_inactive = CatalogTool.allow_inactive
+    # RoleManager's has a docstring (a URL); ZCatalog's has none
+    valid_roles = zpublish_wrap(Folder.valid_roles, publish=False)
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def searchResults(self, query=None, **kw):
         """Search as the current user: Plone's security terms always apply."""
         processQueue()
@@ -479,6 +494,7 @@ class PGCatalogTool(UniqueObject, Folder):
         return self._search(merge_query(REQUEST, **kw))
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def search(self, query_request, sort_index=None, reverse=0, limit=None, merge=1):
         processQueue()
         query = dict(query_request)
@@ -498,6 +514,7 @@ class PGCatalogTool(UniqueObject, Folder):
         return counter + 1 if has_changes(get_pending()) else counter
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def getpath(self, rid) -> str:
         rows = select(self, "path", f"zoid = %s AND {CATALOGED}", [rid]) if is_rid(rid) else []
         if not rows:
@@ -505,6 +522,7 @@ class PGCatalogTool(UniqueObject, Folder):
         return rows[0][0]
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def getrid(self, path, default=None):
         if not isinstance(path, str) or "\x00" in path:
             return default
@@ -512,6 +530,7 @@ class PGCatalogTool(UniqueObject, Folder):
         return rows[0][0] if rows else default
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def getIndexDataForRID(self, rid) -> dict:
         """Every index's entry for a record (plone.app.event reads the
         occurrences of events from ``start`` and ``end`` here)."""
@@ -519,32 +538,38 @@ class PGCatalogTool(UniqueObject, Folder):
         return {name: entries.get(name, "") for name in r.index_defs(self)}
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def getMetadataForRID(self, rid) -> dict:
         """Every metadata column of a record (Missing.Value where unset)."""
         meta = parsed_metadata(load_metadata(self, [int(rid)]).get(int(rid), {}))
         return {name: decode_metadata(meta[name]) if name in meta else MV for name in self._pgc_columns}
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def getAllBrains(self):
         """Every cataloged record, in record id order, unfiltered."""
         yield from self.searchAll()
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def searchAll(self):
         """ZCatalog's search for all documents: no security, no filters."""
         return all_records(self._as_searched())
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def getobject(self, rid, REQUEST=None):
         return self.unrestrictedTraverse(self.getpath(rid))
 
     @security.protected(SearchZCatalog)
+    @zpublish(False)
     def uniqueValuesFor(self, name) -> tuple:
         """The distinct values of an index, as its kind lists them on
         ZCatalog (``KeyError`` for an unknown index)."""
         return tuple(self.Indexes[name].uniqueValues())
 
     @security.protected(ManageZCatalogEntries)
+    @zpublish(False)
     def getIndexObjects(self) -> list:
         """Every index object (GenericSetup's ``catalog.xml`` export)."""
         return list(self.Indexes.values())
