@@ -775,6 +775,27 @@ class ExplicitCases(FuzzCase):
             ]
         )
 
+    def test_odd_types_in_batching_and_sort_options(self):
+        """Booleans, floats, text, None, lists and records where ZCatalog
+        reads a number or a name: its answer or its error, never a
+        database error (``sort_limit=True`` once reached SQL as
+        ``LIMIT true``)."""
+        sorted_docs = {"portal_type": "Document", "sort_on": "sortable_title"}
+        odd = (True, False, 1.5, 2.0, "3", "x", "", None, [2], (1, 2), {"a": 1}, b"2", -1.0)
+        queries = []
+        for value in odd:
+            for key in ("sort_limit", "b_size", "b_start"):
+                queries.append({**sorted_docs, key: value})
+                queries.append({"portal_type": "Document", key: value})
+            queries.append({**sorted_docs, "b_start": 1, "b_size": value})
+            queries.append({**sorted_docs, "b_start": value, "b_size": 2})
+            queries.append({**sorted_docs, "sort_limit": value, "b_start": 1})
+            queries.append({"portal_type": "Document", "sort_on": value})
+            queries.append({**sorted_docs, "sort_order": value})
+            queries.append({"portal_type": "Document", "sort_on": ["sortable_title", value]})
+            queries.append({**sorted_docs, "sort_order": ["reverse", value]})
+        self.check_all(queries)
+
     def test_text_where_a_number_is_expected(self):
         self.check_all(
             [

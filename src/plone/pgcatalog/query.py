@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -784,9 +785,13 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
         orders = [""]
     elif isinstance(orders, str):
         orders = [orders]
-    elif not isinstance(orders, (list, tuple)):
+    elif not isinstance(orders, Iterable):
         raise TypeError(f"sort_order must be text or a list of it, not {orders!r}")
-    reverse = [str(o).lower() in ("reverse", "descending") for o in orders]
+    # ZCatalog walks any iterable (a dict's keys) and fails on what is not text
+    orders = list(orders)
+    if not all(isinstance(o, str) for o in orders):
+        raise AttributeError(f"sort_order must be text or a list of it, not {orders!r}")
+    reverse = [o.lower() in ("reverse", "descending") for o in orders]
     if len(chosen) == 1 and len(reverse) > 1:
         # ZCatalog hands the list itself to its sort of one key, which
         # takes it for true (docs/reference.md)

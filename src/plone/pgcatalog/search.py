@@ -78,6 +78,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
     lexicons = catalog.lexicons() if texts else {}
     spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
+    asked = query  # batching options as given (canonical() makes tuples lists)
     query = canonical(query)
     try:
         stmt = build(query, defs, lexicons, catalog.path)
@@ -100,10 +101,17 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         return number
 
     try:
-        b_start, b_size, limit = _batch(query)
-    except (TypeError, ValueError, OverflowError):
-        # ZCatalog reads these only once something matched
-        if _any(catalog, stmt):
+        b_start, b_size, limit = _batch(asked)
+    except (TypeError, ValueError, OverflowError) as exc:
+        # ZCatalog reads these only once something matched, and gives up
+        # on a batch that starts past the matches before it slices
+        if _any(catalog, stmt) and not (
+            isinstance(exc, OddLimit)
+            and spec
+            and 0 < exc.b_start
+            and exc.b_start
+            >= read(catalog.tool, f"SELECT count(*) FROM {ROWS} WHERE {matched}", stmt.params)[0][0]
+        ):
             raise
         return LazyCat([])
     if not spec:
@@ -315,11 +323,24 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
         limit = query.get("sort_limit")
     if not limit:
         return b_start, None, None
-    if not isinstance(limit, int):
-        # ZCatalog slices its results with it
+    if isinstance(limit, tuple) and len(limit) != 1:
+        # ZCatalog names its sort "...#limit-%s" % limit first
         raise TypeError(f"sort_limit must be an integer, not {limit!r}")
-    limit = max(limit, 0) or None
+    if not isinstance(limit, int):
+        # ZCatalog slices its results with it, unless the batch starts
+        # past the matches (see search)
+        raise OddLimit(f"sort_limit must be an integer, not {limit!r}", b_start)
+    limit = max(int(limit), 0) or None  # True is 1 (never SQL's LIMIT true)
     return b_start, limit, limit
+
+
+class OddLimit(TypeError):
+    """A ``sort_limit`` ZCatalog cannot slice with; *b_start* is where the
+    batch was to start."""
+
+    def __init__(self, message: str, b_start: int):
+        super().__init__(message)
+        self.b_start = b_start
 
 
 def _window_from_end(b_start: int, b_size: int, rlen: int, sortable: int) -> tuple[int, int]:
