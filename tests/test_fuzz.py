@@ -26,6 +26,8 @@ from plone.app.contenttypes.interfaces import IDocument
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog.errors import TextQueryTooLong
+from plone.pgcatalog.text import MAX_TEXT_TERMS
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.ZCatalog.Catalog import Catalog
 from Products.ZCatalog.plan import PriorityMap
@@ -709,6 +711,8 @@ class FuzzCase(BothSitesTestCase):
             if isinstance(zerror, REFUSALS) and type(error) is not type(zerror):
                 return ("Raises", type(error).__name__, "Not", type(zerror).__name__)
             return ()
+        if isinstance(error, TextQueryTooLong):
+            return ()  # our documented refusal (docs/reference.md)
         if error is not None:
             return ("RaisesWhereZCatalogAnswers", type(error).__name__)
         if got.length != expected.length:
@@ -816,10 +820,29 @@ class ExplicitCases(FuzzCase):
                 {"Title": "b" * 3000},
                 {"Description": "alpha " + "c" * 3000},
                 {"SearchableText": "(" * 500 + "alpha" + ")" * 500},
-                {"SearchableText": " OR ".join(f"word{i}" for i in range(5000))},
-                {"Title": " OR ".join(WORDS * 250)},
+                {"SearchableText": " OR ".join(f"word{i}" for i in range(MAX_TEXT_TERMS))},
+                {"Title": " OR ".join((WORDS * 25)[:MAX_TEXT_TERMS])},
+                {"SearchableText": [f"word{i}" for i in range(MAX_TEXT_TERMS)]},
             ]
         )
+
+    def test_text_queries_past_the_limit_are_refused(self):
+        """More words than MAX_TEXT_TERMS: a clear error before any SQL,
+        which is a ParseError too (Plone's search page shows no results)."""
+        pg = self.layer["app"]["plone"]
+        setSite(pg)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for query in (
+            {"SearchableText": [f"word{i}" for i in range(10_000)]},
+            {"Title": " OR ".join(WORDS * 250)},
+            {"Description": " ".join(f"w{i}*" for i in range(MAX_TEXT_TERMS + 1))},
+            {"SearchableText": '"' + " ".join(["alpha"] * (MAX_TEXT_TERMS + 1)) + '"'},
+        ):
+            with self.subTest(query=short(query)), self.assertRaises(TextQueryTooLong) as raised:
+                pg.portal_catalog(**query)
+            self.assertIsInstance(raised.exception, CatalogError)
+            self.assertIsInstance(raised.exception, ParseError)
+            self.assertIn(str(MAX_TEXT_TERMS), str(raised.exception))
 
     def test_long_uid_list(self):
         self.check_all([{"UID": [*(f"{i:032x}" for i in range(100_000)), Uid(5)]}])

@@ -83,6 +83,21 @@ class LimitsTest(CatalogTestCase):
                 self.search()
             self.assertEqual(self.search(), expected)
 
+    def test_default_statement_timeout(self):
+        """Unset, searches get five seconds; 0 turns the limit off."""
+        for i in range(3):  # three matches: six seconds of relevance
+            api.content.create(container=self.portal, type="Document", id=f"limits-{i}", title="Limits")
+        transaction.commit()
+        with mock.patch.dict(os.environ):
+            os.environ.pop("PGCATALOG_STATEMENT_TIMEOUT", None)
+            with slow_relevance(self.dsn):
+                with self.assertRaises(SearchTimeout) as raised:
+                    self.search()
+                self.assertIn("5000 ms", str(raised.exception))
+                transaction.abort()
+                os.environ["PGCATALOG_STATEMENT_TIMEOUT"] = "0"
+                self.assertEqual(len(self.catalog(SearchableText="limits", getId="limits")), 1)  # 2 s
+
     def test_full_pool_fails_clearly(self):
         env = {"PGCATALOG_READ_DSN": self.dsn, "PGCATALOG_POOL_MAX": "1", "PGCATALOG_POOL_TIMEOUT": "0.5"}
         with mock.patch.dict(os.environ, env):

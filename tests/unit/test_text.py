@@ -3,6 +3,8 @@
 from plone.pgcatalog.text import glob_like
 from plone.pgcatalog.text import lexeme
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
+from plone.pgcatalog.text import MAX_TEXT_TERMS
+from plone.pgcatalog.errors import TextQueryTooLong
 from plone.pgcatalog.text import node_tsquery
 from plone.pgcatalog.text import parse
 from plone.pgcatalog.text import text_condition
@@ -39,8 +41,15 @@ class ParseTest(unittest.TestCase):
         self.assertIn("LIKE %s", sql)
         self.assertEqual(params[1], glob_like("fo?bar*"))
 
-    def test_thousands_of_words_do_not_nest_thousands_deep(self):
-        text = tsquery(" ".join(f"w{i}" for i in range(4096)))
+    def test_words_are_counted_before_any_sql(self):
+        half = " ".join(f"w{i}" for i in range(MAX_TEXT_TERMS // 2))
+        parse(f'"{half}" OR ({half})')  # every word of a phrase counts
+        for text in (f'"{half}" OR ({half} more)', f"{half} {half} x*", [half, half, "x"]):
+            with self.assertRaises(TextQueryTooLong):
+                parse(text)
+
+    def test_hundreds_of_words_do_not_nest_hundreds_deep(self):
+        text = tsquery(" ".join(f"w{i}" for i in range(MAX_TEXT_TERMS)))
         depth = max_depth = 0
         for char in text:
             depth += char == "("

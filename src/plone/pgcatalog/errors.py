@@ -1,6 +1,7 @@
 """What the catalog raises when the database cannot do what was asked.
 
-All are ZCatalog's ``CatalogError``, so callers that handle the catalog's
+All are ZCatalog's ``CatalogError`` (and what is about the query text a
+ZCTextIndex ``ParseError`` too), so callers that handle the catalog's
 errors handle these; the database's own exception, if any, is chained as
 the cause.
 """
@@ -8,9 +9,10 @@ the cause.
 from __future__ import annotations
 
 from Products.ZCatalog.ZCatalog import CatalogError
+from Products.ZCTextIndex.ParseTree import ParseError
 
 
-__all__ = ["CatalogUnavailable", "SchemaPrivilegeError", "SearchTimeout"]
+__all__ = ["CatalogUnavailable", "SchemaPrivilegeError", "SearchTimeout", "TextQueryTooLong"]
 
 
 class SearchTimeout(CatalogError):
@@ -26,3 +28,9 @@ class SchemaPrivilegeError(CatalogError):
     """A change of the database schema (a new SQL index, an install or
     upgrade) was asked of a site that connects as a role which does not
     own ``object_state``; raised before anything is changed."""
+
+
+class TextQueryTooLong(CatalogError, ParseError):
+    """A text query of more words than ``text.MAX_TEXT_TERMS``: refused
+    before any SQL.  A ``ParseError`` too, which Plone's search page and
+    other callers of ZCTextIndex already catch (they show no results)."""
