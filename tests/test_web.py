@@ -270,3 +270,194 @@ class WebSurfaceTest(BothSitesTestCase):
             reader.addHeader("Accept", "application/json")
             _, answer = self.get(reader, f"{url}/@search?SearchableText=quillwort")
             self.assertIn("hidden-zq-page", answer, site.getId())
+
+
+# -- hostile query strings ------------------------------------------------------
+
+KEYS = (
+    "SearchableText",
+    "Title",
+    "Description",
+    "path",
+    "portal_type",
+    "UID",
+    "getId",
+    "Subject",
+    "review_state",
+    "created",
+    "effective",
+    "getObjPositionInParent",
+    "is_folderish",
+    "allowedRolesAndUsers",
+    "effectiveRange",
+    "sort_on",
+    "sort_order",
+    "sort_limit",
+    "b_start",
+    "b_size",
+    "show_inactive",
+    "metadata_fields",
+    "fullobjects",
+    "use_site_search_settings",
+    "Subject_operator",
+    "path.query",
+    "path.depth",
+    "created.query",
+    "created.range",
+)
+CONVERTERS = (
+    "",
+    "",
+    ":list",
+    ":int",
+    ":long",
+    ":float",
+    ":boolean",
+    ":record",
+    ":record:list",
+    ":tuple",
+    ":date",
+    ":lines",
+    ":tokens",
+)
+VALUES = (
+    "zanzibarquux",
+    "quillwort*",
+    PRIVATE_UID,
+    "/plone/vault-folder",
+    "/plone/vault-folder/hidden-zq-page",
+    "Document",
+    "private",
+    "Anonymous",
+    "Manager",
+    "True",
+    "-1",
+    "99999999999999999999999",
+    "1.5",
+    "2020-01-01",
+    "min:max",
+    "reverse",
+    "*",
+    '"',
+    "(",
+    "NOT",
+    "a OR b",
+    "",
+    "%00",
+    "%ff%fe",
+    "%c0%af",
+)
+
+
+def _value(draw) -> str:
+    from hypothesis import strategies as st
+
+    kind = draw(st.integers(0, 9))
+    if kind == 0:  # long: many words, globs or operators
+        word = draw(st.sampled_from(("w", "w*", "alpha", "OR", "(", "zanzibarquux")))
+        return quote(" ".join([word] * draw(st.sampled_from((50, 600, 3000)))))
+    if kind < 3:
+        return quote(draw(st.text(max_size=30)))
+    value = draw(st.sampled_from(VALUES))
+    return value if value.startswith("%") else quote(value)
+
+
+def query_strings():
+    """Query strings as a hostile client writes them: ZPublisher's
+    converters, records, repeated keys (lists of thousands), long values,
+    bytes that are no UTF-8."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def build_query(draw):
+        parts = []
+        for _ in range(draw(st.integers(1, 5))):
+            key = draw(st.sampled_from(KEYS)) + draw(st.sampled_from(CONVERTERS))
+            repeat = draw(st.sampled_from((1, 1, 1, 2, 10, 600, 10_000)))
+            if repeat > 1:
+                key = key.replace(":list", "") + ":list"
+                parts += [f"{key}={quote(f'w{i}')}" for i in range(repeat)]
+            else:
+                parts.append(f"{key}={_value(draw)}")
+        return "&".join(parts)
+
+    return build_query()
+
+
+def database_error(exc: BaseException | None) -> BaseException | None:
+    """*exc* or what it was raised from, if that is the database's."""
+    import psycopg
+
+    from plone.pgcatalog.errors import CatalogUnavailable
+    from plone.pgcatalog.errors import SearchTimeout
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, (psycopg.Error, SearchTimeout, CatalogUnavailable)):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class HostileQueriesTest(BothSitesTestCase):
+    """Generated query strings to the pages that search, as Anonymous:
+    never a database error (nor a search past the statement timeout),
+    nothing private in the answer.  ``PGCATALOG_FUZZ_EXAMPLES`` sets how
+    many (fixed ones by default, as test_fuzz)."""
+
+    def setUp(self):
+        super().setUp()
+        self.pg = self.sites[0]
+        build(self.pg)
+
+    def test_hostile_query_strings(self):
+        import os
+
+        from hypothesis import given
+        from hypothesis import HealthCheck
+        from hypothesis import settings
+
+        examples = int(os.environ.get("PGCATALOG_FUZZ_EXAMPLES", "60"))
+        base = self.pg.absolute_url()
+        browser = Browser(self.layer["app"])
+        browser.handleErrors = False  # Plone's own failures raise: we see what they are
+        browser.followRedirects = False
+
+        @settings(
+            max_examples=examples,
+            derandomize="PGCATALOG_FUZZ_EXAMPLES" not in os.environ,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+        @given(query_strings())
+        def check(query):
+            for page, accept in (
+                ("@@search", "text/html"),
+                ("@search", "application/json"),
+                ("portal_catalog/searchResults", "text/html"),
+            ):
+                url = f"{base}/{page}?{query}"
+                browser.addHeader("Accept", accept)
+                try:
+                    browser.open(url)
+                    answer = browser._response.body.decode("utf-8", "replace")
+                except Exception as exc:  # Plone's or Zope's answer to bad input
+                    cause = database_error(exc)
+                    if cause is not None:
+                        raise AssertionError(f"{page}?{query[:300]}: {cause!r}") from exc
+                    answer = str(exc)
+                finally:
+                    transaction.abort()
+                request = url.lower() + unquote_all(query)
+                leaked = [m for m in MARKERS if m.lower() in answer.lower() and m.lower() not in request]
+                self.assertEqual(leaked, [], f"{page}?{query[:300]}")
+
+        check()
+
+
+def unquote_all(query: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(query).lower()

@@ -171,7 +171,19 @@ _savepoints: WeakKeyDictionary = WeakKeyDictionary()
 
 GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 DEFAULT_PLAN = "SET LOCAL plan_cache_mode TO DEFAULT"
-DEFAULT_TIMEOUT = "SET LOCAL statement_timeout TO DEFAULT"
+# The statement timeout each connection's searches run under: per snapshot
+# (connection -> (transaction, ms)) on the storage's connection, per session
+# on the catalog's own; set again only when the setting changes
+_snapshot_timeouts: WeakKeyDictionary = WeakKeyDictionary()
+_session_timeouts: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def _timeout_sql(timeout: int, scope: str = "LOCAL") -> str:
+    return (
+        f"SET {scope} statement_timeout = {int(timeout)}"
+        if timeout
+        else f"SET {scope} statement_timeout TO DEFAULT"
+    )
 
 
 def _fetch_in_snapshot(
@@ -187,26 +199,34 @@ def _fetch_in_snapshot(
 
     A *generic* read is run with PostgreSQL's generic plan for its
     prepared statement, in the same round trip.
+
+    The statement timeout (*timeout* ms, 0 for none) is set for the rest of
+    the snapshot, before its savepoint (so that a failed read keeps it), and
+    again only when the setting changes: a search pays nothing for it.  It
+    then limits the storage's own reads of that snapshot too (object loads,
+    point reads); never a write, which ends the snapshot first.
     """
     cur = conn.cursor(row_factory=tuple_row)
     first = _savepoints.get(conn) is not txn
+    if first:
+        _snapshot_timeouts[conn] = (txn, 0)  # a new snapshot has the server's
+    set_timeout = _snapshot_timeouts.get(conn) != (txn, timeout)
     try:
-        if not (first or generic or timeout):
+        if not (first or generic or set_timeout):
             cur.execute(sql, params)
         else:
             with conn.pipeline():
+                if set_timeout:
+                    conn.execute(_timeout_sql(timeout))
                 if first:
                     conn.execute("SAVEPOINT " + SAVEPOINT)
                     _savepoints[conn] = txn
                 if generic:
                     conn.execute(GENERIC_PLAN)
-                if timeout:
-                    conn.execute(f"SET LOCAL statement_timeout = {int(timeout)}")
                 cur.execute(sql, params)
                 if generic:
                     conn.execute(DEFAULT_PLAN)
-                if timeout:
-                    conn.execute(DEFAULT_TIMEOUT)
+            _snapshot_timeouts[conn] = (txn, timeout)
         return cur.fetchall()
     except BaseException:
         if conn.info.transaction_status == pq.TransactionStatus.INERROR:
@@ -216,6 +236,7 @@ def _fetch_in_snapshot(
 
 def _roll_back(conn: psycopg.Connection) -> None:
     """Undo a failed read: back to the savepoint, which stays for later reads."""
+    _snapshot_timeouts.pop(conn, None)  # a timeout set after the savepoint went
     try:
         conn.execute("ROLLBACK TO " + SAVEPOINT)
     except psycopg.Error:
@@ -227,15 +248,14 @@ def _roll_back(conn: psycopg.Connection) -> None:
 
 
 def _fetch(conn: psycopg.Connection, sql: str, params, timeout: int = 0) -> list[tuple]:
-    """A read on an autocommit connection; with a *timeout*, in a
-    transaction of its own that sets it (nothing of it outlives the read)."""
+    """A read on an autocommit connection of the catalog's own (only
+    catalog reads use it): its session's statement timeout is set when the
+    setting changes."""
+    if _session_timeouts.get(conn) != timeout:
+        conn.execute(_timeout_sql(timeout, "SESSION"))
+        _session_timeouts[conn] = timeout
     with conn.cursor(row_factory=tuple_row) as cur:
-        if not timeout:
-            cur.execute(sql, params)
-        else:
-            with conn.pipeline(), conn.transaction():
-                conn.execute(f"SET LOCAL statement_timeout = {int(timeout)}")
-                cur.execute(sql, params)
+        cur.execute(sql, params)
         return cur.fetchall()
 
 
