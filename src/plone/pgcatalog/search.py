@@ -104,16 +104,10 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         b_start, b_size, limit = _batch(asked)
     except (TypeError, ValueError, OverflowError) as exc:
         # ZCatalog reads these only once something matched, and gives up
-        # on a batch that starts past the matches before it slices
-        if _any(catalog, stmt) and not (
-            isinstance(exc, OddLimit)
-            and spec
-            and 0 < exc.b_start
-            and exc.b_start
-            >= read(catalog.tool, f"SELECT count(*) FROM {ROWS} WHERE {matched}", stmt.params)[0][0]
-        ):
-            raise
-        return LazyCat([])
+        # on a sorted batch that starts past the matches before it slices
+        if not _any(catalog, stmt) or (spec and _starts_past(catalog, exc, matched, stmt.params)):
+            return LazyCat([])
+        raise
     if not spec:
         limit = None  # ZCatalog limits only what it sorts
     elif b_size is not None and b_size < 0:
@@ -332,6 +326,13 @@ def _batch(query: dict) -> tuple[int, int | None, int | None]:
         raise OddLimit(f"sort_limit must be an integer, not {limit!r}", b_start)
     limit = max(int(limit), 0) or None  # True is 1 (never SQL's LIMIT true)
     return b_start, limit, limit
+
+
+def _starts_past(catalog: Catalog, exc: Exception, matched: str, params: list) -> bool:
+    """Whether *exc* is an odd limit whose batch starts past every match."""
+    if not isinstance(exc, OddLimit) or exc.b_start <= 0:
+        return False
+    return exc.b_start >= read(catalog.tool, f"SELECT count(*) FROM {ROWS} WHERE {matched}", params)[0][0]
 
 
 class OddLimit(TypeError):

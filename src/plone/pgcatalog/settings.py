@@ -49,8 +49,7 @@ def _number(name: str, default: str, kind=int):
 
 
 # No request holds a database backend for long by default: a search that
-# runs this long is a hostile or broken one (the slowest scenario of the
-# benchmarks takes tens of milliseconds at 100,000 documents)
+# runs this long is a hostile or a broken one
 DEFAULT_STATEMENT_TIMEOUT = "5000"
 
 

@@ -53,15 +53,15 @@ class _FallbackLexicon:
 # PostgreSQL's limit on a lexeme is 2 KiB: a longer word is never indexed
 # (extraction leaves it out), and a tsquery cannot even name it.
 MAX_LEXEME_BYTES = 2000
+# ... so it stands for a word no row holds, which is what it is: a lexeme
+# no lexicon yields (its splitters keep word characters only).
+_NO_WORD = "\x01"
+
 # The most words (a phrase's each, a glob one) one text query may have.
 # Past it a search would hold its database backend for seconds (a list of
 # 10,000 words, which ``SearchableText:list`` builds from a URL, ran 1.5 s on
 # a 30-page site; 2,000 globs 4.6 s), where nobody asks for so many.
 MAX_TEXT_TERMS = 500
-
-# ... so it stands for a word no row holds, which is what it is: a lexeme
-# no lexicon yields (its splitters keep word characters only).
-_NO_WORD = "\x01"
 
 
 def lexeme(word: str) -> str:
