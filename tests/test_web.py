@@ -107,6 +107,26 @@ def shapes(func, rid: int, path: str, indexes: list[str]) -> list[dict]:
     return found
 
 
+def leaked(answer: str, request: str) -> list[str]:
+    """The private page's markers in *answer* that *request* did not carry."""
+    answer, request = answer.lower(), request.lower()
+    return [m for m in MARKERS if m.lower() in answer and m.lower() not in request]
+
+
+def open_browser(app, role: str, handle_errors: bool = True) -> Browser:
+    """A browser through Zope's publisher, logged in as *role* (Anonymous,
+    Member or Manager), reporting redirects and errors as they come."""
+    browser = Browser(app)
+    browser.handleErrors = handle_errors
+    browser.raiseHttpErrors = False
+    browser.followRedirects = False
+    if role == "Member":
+        browser.addHeader("Authorization", "Basic {}:{}".format(*MEMBER))
+    elif role == "Manager":
+        browser.addHeader("Authorization", f"Basic {SITE_OWNER_NAME}:{SITE_OWNER_PASSWORD}")
+    return browser
+
+
 def names_of(cls) -> list[str]:
     """The names a URL may end with on an instance of *cls*."""
     return sorted(name for name in dir(cls) if not name.startswith("_"))
@@ -122,15 +142,7 @@ class WebSurfaceTest(BothSitesTestCase):
         self.assertIsInstance(aq_base(self.pg.portal_catalog), PGCatalogTool)
 
     def browser(self, role: str) -> Browser:
-        browser = Browser(self.layer["app"])
-        browser.handleErrors = True
-        browser.raiseHttpErrors = False
-        browser.followRedirects = False
-        if role == "Member":
-            browser.addHeader("Authorization", "Basic {}:{}".format(*MEMBER))
-        elif role == "Manager":
-            browser.addHeader("Authorization", f"Basic {SITE_OWNER_NAME}:{SITE_OWNER_PASSWORD}")
-        return browser
+        return open_browser(self.layer["app"], role)
 
     def get(self, browser: Browser, url: str, data: str | None = None) -> tuple[int, str]:
         if data is None:
@@ -141,11 +153,6 @@ class WebSurfaceTest(BothSitesTestCase):
         if browser.headers.get("Content-Encoding") == "gzip" or url.endswith(".gz"):
             body = gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body
         return int(browser.headers["status"].split()[0]), body.decode("utf-8", "replace")
-
-    def leaked(self, answer: str, request: str) -> list[str]:
-        """The private page's markers in *answer* that *request* did not carry."""
-        answer, request = answer.lower(), request.lower()
-        return [m for m in MARKERS if m.lower() in answer and m.lower() not in request]
 
     def catalog_urls(self, site) -> list[tuple[str, str]]:
         """``(name, url)`` of every public name of the tool, its index
@@ -181,7 +188,7 @@ class WebSurfaceTest(BothSitesTestCase):
                 status, answer = self.get(browser, url)
                 with self.subTest(role=role, url=url):
                     self.assertLess(status, 500, answer[:2000])
-                    self.assertEqual(self.leaked(answer, url), [], answer[:2000])
+                    self.assertEqual(leaked(answer, url), [], answer[:2000])
                 if status == 200:
                     published.add((role, name))
         # at most what stock Plone publishes to that role
@@ -263,7 +270,7 @@ class WebSurfaceTest(BothSitesTestCase):
                     with self.subTest(site=site.getId(), role=role, url=url):
                         if site is self.pg:
                             self.assertLess(status, 500, answer[:2000])
-                        self.assertEqual(self.leaked(answer, url + (body or "")), [], answer[:2000])
+                        self.assertEqual(leaked(answer, url + (body or "")), [], answer[:2000])
 
     def test_markers_show_to_those_allowed(self):
         """The markers are real: a Manager's searches and the local
@@ -417,9 +424,8 @@ class HostileQueriesTest(BothSitesTestCase):
     def test_hostile_query_strings(self):
         examples = int(os.environ.get("PGCATALOG_FUZZ_EXAMPLES", "60"))
         base = self.pg.absolute_url()
-        browser = Browser(self.layer["app"])
-        browser.handleErrors = False  # Plone's own failures raise: we see what they are
-        browser.followRedirects = False
+        # Plone's own failures raise: we see what they are
+        browser = open_browser(self.layer["app"], "Anonymous", handle_errors=False)
 
         @settings(
             max_examples=examples,
@@ -452,9 +458,7 @@ class HostileQueriesTest(BothSitesTestCase):
                     answer = str(exc)
                 finally:
                     transaction.abort()
-                request = url.lower() + unquote(query).lower()
-                leaked = [m for m in MARKERS if m.lower() in answer.lower() and m.lower() not in request]
-                self.assertEqual(leaked, [], f"{page}?{query[:300]}")
+                self.assertEqual(leaked(answer, url + unquote(query)), [], f"{page}?{query[:300]}")
 
         # a stall shows as a search PostgreSQL cancels, which the check
         # takes for the database error it is: a limit well below the default
