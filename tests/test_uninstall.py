@@ -10,6 +10,7 @@ from plone.pgcatalog import row
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.processor import retire_processor
 from plone.pgcatalog.schema import catalog_installed
+from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.subscribers import database_opened
 from plone.pgcatalog.testing import create_database
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
@@ -160,8 +161,10 @@ class DropSchemaTest(unittest.TestCase):
         self.db = open_pg_db(self.dsn)  # the catalog's processor registered
         conn = self.db.open()
         conn.root()["data"] = persistent.mapping.PersistentMapping(title="kept")
-        transaction.commit()  # the first write applies the catalog's DDL
+        transaction.commit()
         conn.close()
+        with psycopg.connect(self.dsn) as conn:  # as an install makes it
+            conn.execute(schema_sql())
 
     def tearDown(self):
         self.db.close()

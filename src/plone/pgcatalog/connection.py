@@ -22,8 +22,11 @@ from Acquisition import aq_base
 from psycopg import pq
 from psycopg.rows import tuple_row
 from plone.pgcatalog import settings
+from plone.pgcatalog.errors import CatalogNotInstalled
 from plone.pgcatalog.errors import CatalogUnavailable
+from plone.pgcatalog.errors import SchemaLocked
 from plone.pgcatalog.errors import SearchTimeout
+from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
 from psycopg_pool import ConnectionPool
 from psycopg_pool import PoolTimeout
 
@@ -38,6 +41,7 @@ import transaction
 
 __all__ = [
     "READ_DSN_ENV",
+    "change_schema",
     "close_pools",
     "fetch",
     "get_pool",
@@ -259,6 +263,61 @@ def _fetch(conn: psycopg.Connection, sql: str, params, timeout: int = 0) -> list
         return cur.fetchall()
 
 
+SCHEMA_LOCK_TIMEOUT = "30s"
+"""How long a schema change waits for other transactions that read
+``object_state`` (a request in flight) before it gives up."""
+
+
+def change_schema(obj: Any, sql: str) -> None:
+    """Run *sql*, DDL that this transaction's own reads need, in the
+    storage's open transaction on behalf of *obj*.
+
+    A connection of its own would wait for this transaction's snapshot,
+    which holds ``object_state`` until the commit; here the reads that
+    follow see the new columns at once.  The change commits when the
+    storage ends the snapshot, with the ZODB transaction's commit or
+    abort alike, so *sql* must be idempotent (``IF NOT EXISTS``).  It
+    runs without a statement timeout, behind a savepoint of its own
+    (failing, it leaves the snapshot usable); the search savepoint of the
+    snapshot is set again after it, so that a failed read cannot roll the
+    change back.
+    """
+    instance = storage_instance(obj)
+    if instance is None:
+        raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage")
+    conn = instance.pg_connection
+    outside = conn.info.transaction_status != pq.TransactionStatus.INTRANS
+    if outside:
+        conn.execute("BEGIN")
+    conn.execute("SAVEPOINT pgcatalog_schema")
+    try:
+        conn.execute(
+            f"SET LOCAL lock_timeout = '{SCHEMA_LOCK_TIMEOUT}'; SET LOCAL statement_timeout = 0; {sql}"
+        )
+    except psycopg.Error as error:
+        conn.execute("ROLLBACK TO SAVEPOINT pgcatalog_schema")
+        if outside:
+            conn.execute("ROLLBACK")
+        if isinstance(error, psycopg.errors.LockNotAvailable):
+            raise SchemaLocked(
+                f"plone.pgcatalog: other transactions kept object_state busy for {SCHEMA_LOCK_TIMEOUT}; "
+                "nothing was changed: try again when the site is quieter"
+            ) from error
+        raise
+    conn.execute(
+        "RELEASE SAVEPOINT pgcatalog_schema; SET LOCAL lock_timeout TO DEFAULT; "
+        "SET LOCAL statement_timeout TO DEFAULT"
+    )
+    if outside:
+        conn.execute("COMMIT")
+    _savepoints.pop(conn, None)
+    _snapshot_timeouts.pop(conn, None)
+
+
+UNDEFINED = (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable, psycopg.errors.UndefinedFunction)
+"""What PostgreSQL answers a catalog read in a database without the catalog."""
+
+
 def fetch(
     obj: Any, sql: str, params: Sequence[Any], *, guarded: bool = True, generic: bool = False
 ) -> list[tuple]:
@@ -280,6 +339,15 @@ def fetch(
     """
     try:
         return _read(obj, sql, params, guarded, generic)
+    except UNDEFINED as error:
+        if not _read(obj, HAS_CATALOG_COLUMNS, [], True, False)[0][0]:
+            raise CatalogNotInstalled(
+                "plone.pgcatalog: this database has no catalog columns (object_state.idx): "
+                "install plone.pgcatalog (Site Setup > Add-ons), or import its profile "
+                "plone.pgcatalog:default again where it is installed: either creates them "
+                "and catalogs the site's content"
+            ) from error
+        raise
     except psycopg.errors.QueryCanceled as error:
         raise SearchTimeout(
             f"PostgreSQL cancelled a catalog search after {settings.statement_timeout()} ms "

@@ -12,7 +12,14 @@ from Products.ZCatalog.ZCatalog import CatalogError
 from Products.ZCTextIndex.ParseTree import ParseError
 
 
-__all__ = ["CatalogUnavailable", "SchemaPrivilegeError", "SearchTimeout", "TextQueryTooLong"]
+__all__ = [
+    "CatalogNotInstalled",
+    "CatalogUnavailable",
+    "SchemaLocked",
+    "SchemaPrivilegeError",
+    "SearchTimeout",
+    "TextQueryTooLong",
+]
 
 
 class SearchTimeout(CatalogError):
@@ -22,6 +29,16 @@ class SearchTimeout(CatalogError):
 class CatalogUnavailable(CatalogError):
     """The catalog's database could not be reached, or no pooled
     connection came free within ``pool-timeout``."""
+
+
+class CatalogNotInstalled(CatalogError):
+    """A catalog read met a database without the catalog's columns (the
+    profile was never imported on it, or its schema was dropped)."""
+
+
+class SchemaLocked(CatalogError):
+    """An install or upgrade could not change the schema: other
+    transactions kept ``object_state`` busy past the lock timeout."""
 
 
 class SchemaPrivilegeError(CatalogError):

@@ -26,7 +26,6 @@ from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import BUMP_COUNTER
 from plone.pgcatalog.schema import FOLD_WORDS_NOW
-from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
@@ -125,9 +124,6 @@ class CatalogStateProcessor:
 
     def get_extra_columns(self) -> list[ExtraColumn]:
         return [ExtraColumn(name, value) for name, value in row.extra_columns()]
-
-    def get_schema_sql(self) -> str:
-        return schema_sql()
 
     def process(self, zoid, class_mod, class_name, state):
         pending = get_pending()

@@ -1,7 +1,12 @@
 """DDL: the catalog columns on ``object_state`` and one index per catalog index.
 
-The columns are added through zodb-pgjsonb's deferred, versioned schema
-hook (it runs them when no snapshot holds the table).  Expression indexes
+The columns, tables and functions (:func:`schema_sql`) are what every
+read needs, so they are there before anything reads: an install or
+upgrade creates them in its own transaction, ahead of its first read
+(``connection.change_schema``); a Zope that starts on a database with the
+catalog applies this release's version of them before its first request
+(:func:`startup_schema`, through zodb-pgjsonb's deferred startup actions,
+which run before a snapshot holds the table).  Expression indexes
 come from the registry's own expressions, so the SQL the query builder
 emits is exactly what the index was built on.  All indexes are partial
 (``WHERE <expression> IS NOT NULL``): most rows of ``object_state`` are not
@@ -38,6 +43,7 @@ __all__ = [
     "index_ddl",
     "index_name",
     "schema_sql",
+    "startup_schema",
     "type_expression",
 ]
 
@@ -305,6 +311,26 @@ RECORD_SCHEMA_VERSION = f"""CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTE
 INSERT INTO pgcatalog_schema VALUES (1, {SCHEMA_VERSION}) ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version"""
 """Record that the catalog's schema is this release's (run by the commit
 that installs or upgrades it)."""
+
+
+SCHEMA_SOURCE = "plone.pgcatalog"
+"""The name zodb-pgjsonb records the startup schema's version under."""
+
+
+def startup_schema(storage: Any) -> None:
+    """Have *storage* (zodb-pgjsonb's) bring the catalog's columns,
+    tables and functions up to this release before its first snapshot,
+    once per version of :func:`schema_sql`."""
+    sql = schema_sql()
+
+    def apply(dsn: str) -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SET lock_timeout = '30s'")
+            with conn.transaction():
+                conn.execute(sql)
+
+    version = "sha256:" + hashlib.sha256(sql.encode()).hexdigest()
+    storage.defer_startup_action(apply, SCHEMA_SOURCE, version)
 
 
 def schema_version(cursor: Any) -> int | None:

@@ -3,7 +3,9 @@
 Every index and metadata definition of the old catalog is carried over
 (add-on indexes included), the ZCTextIndex lexicons' pipelines are kept
 without their vocabularies, the schema is built and the existing content is
-cataloged again, all in the install transaction.
+cataloged again.  The columns, tables and functions come first, in the
+install's own transaction (``connection.change_schema``): everything after
+reads them.  The SQL indexes are built by the commit.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog import rebuild
+from plone.pgcatalog.connection import change_schema
+from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.database import cataloged_rows
 from plone.pgcatalog.database import site_path
@@ -22,10 +26,12 @@ from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.row import column_ddl
 from plone.pgcatalog.row import fill_typed_sql
 from plone.pgcatalog.schema import drop_index_ddl
+from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
 from plone.pgcatalog.schema import HOT_KEYS_INDEX
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.schema import RECORD_SCHEMA_VERSION
 from plone.pgcatalog.schema import SCHEMA_VERSION
+from plone.pgcatalog.schema import schema_sql
 from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.relevance import compact_word_counts_sql
@@ -62,6 +68,8 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     the tool, any SQL index this release adds, its rows' word counts, and
     the schema version recorded in the database (at commit)."""
     require_schema_owner(tool, "Upgrading plone.pgcatalog")
+    change_schema(tool, schema_sql())
+    ensure_processor(storage_instance(tool))  # a Zope started before the columns were there
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
@@ -86,15 +94,13 @@ def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
 
 def upgrade_step(setup_tool: Any) -> None:
     """GenericSetup upgrade step of ``plone.pgcatalog:default`` (the
-    Add-ons panel's "Upgrade"): :func:`upgrade` the site's catalog."""
+    Add-ons panel's "Upgrade"): :func:`upgrade` the site's catalog, and
+    catalog its content again where the database had lost the rows."""
     site = getToolByName(setup_tool, "portal_url").getPortalObject()
     tool = getattr(aq_base(site), "portal_catalog", None)
     if not isinstance(tool, PGCatalogTool):
         raise InstallError("plone.pgcatalog is not installed in this site: nothing to upgrade")
-    instance = storage_instance(site)
-    if instance is not None:
-        ensure_processor(instance)
-    upgrade(site.portal_catalog)
+    replace_catalog(site)
     logger.info("plone.pgcatalog: upgraded to schema version %d", SCHEMA_VERSION)
 
 
@@ -107,6 +113,11 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     goes on where it stopped when the profile is imported again."""
     old = getattr(aq_base(site), "portal_catalog", None)
     if isinstance(old, PGCatalogTool):
+        if not fetch(old, HAS_CATALOG_COLUMNS, [])[0][0]:
+            # the database lost the catalog's columns (restored without
+            # them, dropped): upgrade makes them, the content comes again
+            logger.warning("plone.pgcatalog: the catalog's columns were missing; cataloging the site again")
+            old._pgc_complete, old._pgc_expected = False, None
         tool = upgrade(site.portal_catalog)
         if not tool._pgc_complete:
             done = dict(cataloged_rows(tool, "zoid"))
@@ -120,6 +131,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
             f"this site is stored in {type(getattr(site._p_jar, '_storage', None)).__name__}"
         )
     require_schema_owner(site, "Installing plone.pgcatalog")
+    change_schema(site, schema_sql())  # before anything reads the catalog
     ensure_processor(instance)
     old = site.portal_catalog
     defs, unknown = [], []

@@ -7,6 +7,7 @@ from typing import Any
 from plone.pgcatalog.connection import release_request_connection
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.schema import catalog_installed
+from plone.pgcatalog.schema import startup_schema
 
 
 __all__ = ["database_opened", "publication_ended"]
@@ -14,13 +15,15 @@ __all__ = ["database_opened", "publication_ended"]
 
 def database_opened(event: Any) -> None:
     """IDatabaseOpenedWithRoot: hook the catalog into a zodb-pgjsonb storage
-    before any request writes, where the catalog is installed (the install
-    hooks it in itself; after an uninstall it stays out)."""
+    before any request writes, and bring its schema up to this release
+    before any request reads, where the catalog is installed (the install
+    does both itself; after an uninstall it stays out)."""
     storage = getattr(event.database, "storage", None)
     if not hasattr(storage, "register_state_processor"):
         return
     dsn = getattr(storage, "_dsn", None)
-    if dsn is None or catalog_installed(dsn):
+    if dsn is not None and catalog_installed(dsn):
+        startup_schema(storage)
         ensure_processor(storage)
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog import row
-from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.connection import change_schema
+from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.connection import storage_instance
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.lexicon import lexicons
@@ -28,6 +29,8 @@ from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from collections.abc import Callable
+from Products.ZCatalog.ZCatalog import CatalogError
 from typing import Any
 from zope.component import getSiteManager
 
@@ -119,38 +122,54 @@ _LEFT = "SELECT EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL)"
 
 _OBJECTS = """
 SELECT 'INDEX ' || quote_ident(indexname) FROM pg_indexes
- WHERE schemaname = current_schema() AND tablename = 'object_state' AND indexname LIKE 'pgcatalog\\_%'
+ WHERE schemaname = current_schema() AND tablename = 'object_state' AND starts_with(indexname, 'pgcatalog_')
 UNION ALL
 SELECT 'STATISTICS ' || quote_ident(stxname) FROM pg_statistic_ext
- WHERE stxrelid = 'object_state'::regclass AND stxname LIKE 'pgcatalog\\_%'
+ WHERE stxrelid = 'object_state'::regclass AND starts_with(stxname, 'pgcatalog_')
 """
+
+
+def _droppable(read: Callable[[str], list[tuple]]) -> list[str] | None:
+    """The catalog's SQL indexes and statistics, read by *read*; None
+    where nothing is to be dropped: the columns are gone already, or a
+    site still keeps catalog rows in them."""
+    if not read(HAS_CATALOG_COLUMNS)[0][0]:
+        return None  # no table, or dropped before
+    if read(_LEFT)[0][0]:
+        logger.info("plone.pgcatalog: other sites keep their catalog in this database: its columns stay")
+        return None
+    return [what for (what,) in read(_OBJECTS)]
+
+
+def _drop_sql(objects: list[str]) -> str:
+    """DDL that drops *objects*, the word triggers, the catalog's columns,
+    functions and tables."""
+    columns = ", ".join(f"DROP COLUMN IF EXISTS {name}" for name in row.column_names())
+    return ";\n".join(
+        [
+            *(f"DROP {what}" for what in objects),
+            *(f"DROP TRIGGER IF EXISTS {trigger} ON object_state" for trigger in WORD_TRIGGERS),
+            f"ALTER TABLE object_state {columns}",
+            "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), "
+            "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text)",
+            "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema",
+        ]
+    )
 
 
 def drop_catalog_schema(dsn: str, lock_timeout: str = "10s") -> bool:
     """Drop the catalog's columns, SQL indexes, statistics, triggers,
     functions and tables, unless a site still keeps catalog rows there.
-    Returns whether it dropped them.  Runs on a connection of its own:
-    dropping columns waits for the transactions that read the table, for
-    at most *lock_timeout*."""
+    Returns whether it dropped them.  Runs on a connection of its own
+    (by hand, after an uninstall could not): dropping columns waits for
+    the transactions that read the table, for at most *lock_timeout*."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        if not conn.execute(HAS_CATALOG_COLUMNS).fetchone()[0]:
-            return False  # no table, or dropped before
-        if conn.execute(_LEFT).fetchone()[0]:
-            logger.info("plone.pgcatalog: other sites keep their catalog in this database: its columns stay")
+        objects = _droppable(lambda sql: conn.execute(sql).fetchall())
+        if objects is None:
             return False
         with conn.transaction():
             conn.execute(f"SET LOCAL lock_timeout = '{lock_timeout}'")
-            for (what,) in conn.execute(_OBJECTS).fetchall():
-                conn.execute(f"DROP {what}")
-            for trigger in WORD_TRIGGERS:
-                conn.execute(f"DROP TRIGGER IF EXISTS {trigger} ON object_state")
-            columns = ", ".join(f"DROP COLUMN IF EXISTS {name}" for name in row.column_names())
-            conn.execute(f"ALTER TABLE object_state {columns}")
-            conn.execute(
-                "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), "
-                "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text)"
-            )
-            conn.execute("DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema")
+            conn.execute(_drop_sql(objects))
     logger.info("plone.pgcatalog: catalog columns, indexes and tables dropped")
     return True
 
@@ -163,24 +182,31 @@ def uninstall(setup_tool: Any) -> None:
         return
     require_schema_owner(site, "Uninstalling plone.pgcatalog")  # it drops columns
     instance = storage_instance(site)
-    dsn = storage_dsn(site)
     restore_zcatalog(site)
 
     def after_commit(committed: bool) -> None:
-        if not committed or dsn is None:
+        # the request's ZODB connection has begun its next snapshot: the
+        # drop runs in it (a connection of its own would wait for it)
+        if not committed:
             return
         try:
-            if drop_catalog_schema(dsn) and instance is not None:
-                retire_processor(instance)
+            objects = _droppable(lambda sql: fetch(site, sql, []))
+            if objects is None:
+                return
+            change_schema(site, _drop_sql(objects))
         except psycopg.errors.InsufficientPrivilege:
             logger.exception(
                 "plone.pgcatalog: the catalog's columns could not be dropped: only the tables' owner may; "
                 "run plone.pgcatalog.uninstall.drop_catalog_schema(dsn) with the owner's DSN"
             )
-        except psycopg.Error:
+        except (psycopg.Error, CatalogError):
             logger.exception(
                 "plone.pgcatalog: the catalog's columns could not be dropped now (tables busy?); "
                 "run plone.pgcatalog.uninstall.drop_catalog_schema(dsn) when the site is idle"
             )
+        else:
+            logger.info("plone.pgcatalog: catalog columns, indexes and tables dropped")
+            if instance is not None:
+                retire_processor(instance)
 
     transaction.get().addAfterCommitHook(after_commit)
