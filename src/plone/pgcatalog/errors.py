@@ -19,6 +19,7 @@ __all__ = [
     "SchemaPrivilegeError",
     "SearchTimeout",
     "TextQueryTooLong",
+    "UnservedIndex",
 ]
 
 
@@ -45,6 +46,13 @@ class SchemaPrivilegeError(CatalogError):
     """A change of the database schema (a new SQL index, an install or
     upgrade) was asked of a site that connects as a role which does not
     own ``object_state``; raised before anything is changed."""
+
+
+class UnservedIndex(CatalogError):
+    """A query on an index the site had before the install and this
+    catalog has no SQL for (a PathIndex, a TopicIndex, an add-on's kind
+    without an ``IIndexKind`` utility): refused, since leaving it out would
+    answer more than the stock catalog."""
 
 
 class TextQueryTooLong(CatalogError, ParseError):

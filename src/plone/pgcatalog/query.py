@@ -291,7 +291,11 @@ def _not_keys(index: r.IndexDef, q: IndexQuery) -> list:
     for value in q.get("not") or ():
         if value is None:
             continue
-        if index.kind in (r.FIELD, r.UUID, r.KEYWORD) and isinstance(value, str) != text_keys:
+        if (
+            index.kind in (r.FIELD, r.UUID, r.KEYWORD)
+            and index.decided
+            and isinstance(value, str) != text_keys
+        ):
             # a BTree of text keys compares with text only (of numbers, with numbers)
             raise TypeError(f"index {index.name!r}: cannot compare {value!r} with the keys of the index")
         key = _scalar(index, value)
@@ -340,7 +344,7 @@ def _range_bounds(index: r.IndexDef, q: IndexQuery, spec: str) -> tuple:
 def _bound_key(index: r.IndexDef, bound):
     """The key a range bound compares as, or the error its BTree gives."""
     text_keys = index.sql_type == "text" or index.kind == r.KEYWORD and index.value_type == r.TEXT_VALUE
-    if isinstance(bound, str) != text_keys:
+    if index.decided and isinstance(bound, str) != text_keys:
         # a BTree of text keys compares with text only (of numbers, with numbers)
         raise TypeError(f"index {index.name!r}: cannot compare {bound!r} with the keys of the index")
     key = _scalar(index, bound)

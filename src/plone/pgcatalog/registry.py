@@ -44,6 +44,7 @@ __all__ = [
     "TYPE_INDEX",
     "UUID",
     "custom_kind",
+    "decide_value_type",
     "hot_columns",
     "index_def_from_extra",
     "index_def_from_zcatalog",
@@ -171,6 +172,13 @@ class IndexDef:
         return self.options.get("value_type", TEXT_VALUE)
 
     @property
+    def decided(self) -> bool:
+        """Whether the kind of its keys is known: a field or keyword index
+        added empty learns it from the first value it holds (see
+        :func:`decide_value_type`); until then it holds no keys."""
+        return self.kind not in (FIELD, KEYWORD) or "value_type" in self.options
+
+    @property
     def sql_type(self) -> str:
         """The SQL type of :meth:`expression` for field-like indexes: dates
         (integer minutes) and positions compare as bigint, booleans as
@@ -290,6 +298,23 @@ def typed_for(tool: Any, index: IndexDef) -> IndexDef:
     return index if index.typed == typed else replace(index, typed=typed)
 
 
+def decide_value_type(index: IndexDef, value: Any) -> IndexDef | None:
+    """*index*, undecided, with the kind of its keys decided by *value*,
+    the first value it is given (a keyword index's: its first item): as a
+    ZCatalog index's BTree takes the type of its first key.  Numbers (and
+    booleans) compare and sort as numbers, text in code point order.  None
+    while *value* decides nothing (no value, or neither number nor text)."""
+    if isinstance(value, (list, tuple)):
+        value = next((item for item in value if item is not None), None)
+    if isinstance(value, (int, float)):
+        value_type = JSON_VALUE
+    elif isinstance(value, str):
+        value_type = TEXT_VALUE
+    else:
+        return None
+    return replace(index, options={**index.options, "value_type": value_type})
+
+
 def index_def_from_zcatalog(index: Any) -> IndexDef | None:
     """Describe a ZCatalog index object as an :class:`IndexDef`.
 
@@ -322,19 +347,26 @@ def index_def_from_zcatalog(index: Any) -> IndexDef | None:
         options["index_type"] = index.getIndexType() if hasattr(index, "getIndexType") else None
     elif kind == PATH:
         attrs = ()
-    elif kind in (FIELD, UUID, KEYWORD):
-        options["value_type"] = _guess_value_type(index)
+    elif kind == UUID:
+        options["value_type"] = TEXT_VALUE
+    elif kind in (FIELD, KEYWORD):
+        value_type = _guess_value_type(index)
+        if value_type is not None:  # else its first value decides
+            options["value_type"] = value_type
     return IndexDef(name, kind, attrs, options)
 
 
-def _guess_value_type(index) -> str:
+def _guess_value_type(index) -> str | None:
     """Pick ``json`` for a field or keyword index whose existing keys are
-    all numbers: its BTree's keys then compare with numbers only."""
+    all numbers: its BTree's keys then compare with numbers only; None
+    for an empty one."""
     try:
         keys = list(index.uniqueValues())
     except Exception:
         return TEXT_VALUE
-    if keys and all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in keys):
+    if not keys:
+        return None
+    if all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in keys):
         return JSON_VALUE
     return TEXT_VALUE
 
@@ -372,8 +404,10 @@ def index_def_from_extra(name: str, kind: str, extra: Any = None) -> IndexDef:
     elif kind == TEXT:
         options["lexicon_id"] = get("lexicon_id")
         options["index_type"] = get("index_type")
-    elif kind in (FIELD, UUID):
-        options["value_type"] = get("value_type", TEXT_VALUE)
+    elif kind == UUID:
+        options["value_type"] = TEXT_VALUE
+    elif kind in (FIELD, KEYWORD) and get("value_type"):
+        options["value_type"] = get("value_type")  # else its first value decides
     return IndexDef(name, kind, attrs, options)
 
 
@@ -413,6 +447,17 @@ def index_defs(tool: Any) -> dict[str, IndexDef]:
 def set_index_defs(tool: Any, defs: Iterable[IndexDef]) -> None:
     """Store *defs* (IndexDefs, in order) as the tool's indexes."""
     tool._pgc_indexes = tuple(d.to_data() for d in defs)
+
+
+def unserved(tool: Any) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The indexes the catalog had when it was installed and has no SQL
+    for: name -> (meta type, source names).  A query on one is refused
+    (its answer would be wider than the stock catalog's)."""
+    return dict(getattr(tool, "_pgc_unserved", ()))
+
+
+def set_unserved(tool: Any, found: dict[str, tuple[str, tuple[str, ...]]]) -> None:
+    tool._pgc_unserved = tuple(found.items())
 
 
 def metadata_columns(tool: Any) -> tuple[str, ...]:

@@ -269,6 +269,8 @@ def index_ddl(index: r.IndexDef) -> list[str]:
         return list(r.custom_kind(kind).ddl(index))
     if kind == r.PATH or index.column == "searchable_text":
         return []  # served by the fixed indexes
+    if not index.decided:
+        return []  # built when its first value decides what it holds
     if kind == r.DATE_RANGE:
         exprs = list(index.range_expressions())
     else:

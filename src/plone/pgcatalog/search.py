@@ -41,6 +41,7 @@ from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.results import MIN_WINDOW
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.errors import UnservedIndex
 from typing import Any
 from ZTUtils.Lazy import LazyCat
 
@@ -67,6 +68,27 @@ class Catalog:
 Select = Callable[..., list[tuple]]
 
 
+def refuse_unserved(tool: Any, query: dict) -> None:
+    """Raise :class:`~plone.pgcatalog.errors.UnservedIndex` where *query*
+    names an index this catalog has no SQL for (see ``registry.unserved``)."""
+    unserved = r.unserved(tool)
+    if not unserved:
+        return
+    names = [name for name in query if name in unserved]
+    sort_on = query.get("sort_on")
+    sorts = (
+        [sort_on] if isinstance(sort_on, str) else list(sort_on) if isinstance(sort_on, (list, tuple)) else []
+    )
+    names += [name for name in sorts if isinstance(name, str) and name in unserved]
+    if names:
+        kind = unserved[names[0]][0]
+        raise UnservedIndex(
+            f"plone.pgcatalog cannot search the index {names[0]!r}: it has no SQL for its kind ({kind}). "
+            "Delete the index (manage_delIndex) if nothing needs it, or add it again once an "
+            "IIndexKind utility serves its kind (docs/howto-custom-index.md)"
+        )
+
+
 def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     """ZCatalog's search over a merged query dict."""
     odd = [key for key in query if not isinstance(key, str)]
@@ -75,6 +97,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         # (plone.app.querystring makes a None key of an empty row)
         raise TypeError(f"catalog query keys must be strings, not {odd[0]!r}")
     defs = catalog.indexes
+    refuse_unserved(catalog.tool, query)
     texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
     lexicons = catalog.lexicons() if texts else {}
     spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches

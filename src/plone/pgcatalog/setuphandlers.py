@@ -134,19 +134,20 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     change_schema(site, schema_sql())  # before anything reads the catalog
     ensure_processor(instance)
     old = site.portal_catalog
-    defs, unknown = [], []
+    defs, unserved = [], {}
     for name in old.indexes():
         index = old._catalog.getIndex(name)
         found = r.index_def_from_zcatalog(index)
         if found is None:
-            unknown.append(f"{name} ({index.meta_type})")
+            getter = getattr(index, "getIndexSourceNames", None)
+            unserved[name] = (index.meta_type, tuple(getter()) if getter is not None else ())
         else:
             defs.append(found)
-    if unknown:
+    if unserved:
         logger.error(
-            "plone.pgcatalog has no SQL for these indexes; they are left out and "
-            "queries on them are ignored: %s",
-            ", ".join(unknown),
+            "plone.pgcatalog has no SQL for these indexes; queries on them raise UnservedIndex "
+            "(delete them, or add them again once an IIndexKind utility serves their kind): %s",
+            ", ".join(f"{name} ({kind})" for name, (kind, _) in unserved.items()),
         )
     lexicons = [
         Lexicon.like(obj)
@@ -159,6 +160,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
     tool._pgc_typed = True
     r.set_index_defs(tool, defs)
     r.set_metadata_columns(tool, columns)
+    r.set_unserved(tool, unserved)
     site._delObject("portal_catalog", suppress_events=True)
     site._setObject("portal_catalog", tool, suppress_events=True)
     tool = site.portal_catalog

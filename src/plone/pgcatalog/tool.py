@@ -43,6 +43,7 @@ from plone.pgcatalog.moves import moved_descendant
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.privileges import owned_index_ddl
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.query import merge_query
@@ -208,6 +209,11 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def delIndex(self, name):
         defs = r.index_defs(self)
+        unserved = r.unserved(self)
+        if name in unserved:
+            del unserved[name]
+            r.set_unserved(self, unserved)
+            return
         if name not in defs:
             raise CatalogError(f"The index {name!r} does not exist")
         r.set_index_defs(self, [d for n, d in defs.items() if n != name])
@@ -290,9 +296,32 @@ class PGCatalogTool(UniqueObject, Folder):
         kept = self._kept_metadata(zoid, uid) if full and not update_metadata else None
         with_metadata = bool(update_metadata) or (full and kept is None)
         row = catalog_row(self, obj, uid, idxs or None, with_metadata)
+        self._decide_value_types(defs, row.idx)
         if kept is not None:
             row = replace(row, meta=kept)
         changes_for(self).catalog(zoid, row)
+
+    def _decide_value_types(self, defs: dict[str, r.IndexDef], values: dict) -> None:
+        """Indexes added empty learn what they hold from their first value
+        (see ``registry.decide_value_type``); their SQL indexes are built at
+        commit, where the site's role owns the tables."""
+        decided = {}
+        for name, index in defs.items():
+            if not index.decided and values.get(name) is not None:
+                found = r.decide_value_type(index, values[name])
+                if found is not None:
+                    decided[name] = found
+        if not decided:
+            return
+        r.set_index_defs(self, [decided.get(name, index) for name, index in defs.items()])
+        try:
+            for index in decided.values():
+                changes_for(self).ddl.extend(owned_index_ddl(self, index, f"Indexing {index.name!r}"))
+        except SchemaPrivilegeError:
+            logger.warning(
+                "plone.pgcatalog: no SQL index for %s until the tables' owner imports the profile again",
+                ", ".join(decided),
+            )
 
     def _kept_metadata(self, zoid: int, uid: str) -> dict | None:
         """The metadata this transaction sees for *zoid* cataloged under

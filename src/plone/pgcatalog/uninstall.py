@@ -102,6 +102,11 @@ def restore_zcatalog(site: Any) -> CatalogTool:
             made = stock._catalog.getIndex(index.name)
             made.index_naive_time_as_local = bool(index.options.get("naive_as_local", True))
             made.precision = int(index.options.get("precision", 0))
+    for name, (kind, attrs) in r.unserved(old).items():
+        try:  # as it was before the install
+            stock.addIndex(name, kind, Extra(indexed_attrs=list(attrs)) if attrs else None)
+        except Exception:
+            skipped.append(f"{name} ({kind})")
     if skipped:
         logger.error(
             "plone.pgcatalog uninstall: no ZCatalog index for these add-on kinds: %s", ", ".join(skipped)
