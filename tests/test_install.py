@@ -17,7 +17,10 @@ from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog.connection import storage_dsn
+from plone.pgcatalog.connection import storage_instance
+from plone.pgcatalog.errors import CatalogNotInstalled
 from plone.pgcatalog.errors import UnservedIndex
+from plone.pgcatalog.row import column_names
 from plone.pgcatalog.uninstall import restore_zcatalog
 from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 from Products.ZCatalog.ZCatalog import CatalogError
@@ -449,3 +452,34 @@ class UnservedIndexTest(unittest.TestCase):
         self.assertEqual(stock._catalog.getIndex("my_path").meta_type, "PathIndex")
         self.assertEqual(stock._catalog.getIndex("my_topic").meta_type, "TopicIndex")
         self.assertNotIn("my_odd", stock.indexes())  # its kind is not a registered product
+
+
+class CatalogNotInstalledTest(unittest.TestCase):
+    """A catalog read on a database without the catalog's columns says
+    what to do, instead of PostgreSQL's UndefinedColumn."""
+
+    layer = PGCATALOG_FUNCTIONAL_TESTING
+
+    def test_reads_without_the_columns(self):
+        portal = self.layer["portal"]
+        catalog = portal.portal_catalog
+        self.assertTrue(len(catalog))
+        transaction.abort()  # a new snapshot, which has not read the catalog yet
+        conn = storage_instance(portal).pg_connection
+        conn.execute("SAVEPOINT columns_away; SET LOCAL lock_timeout = '10s'")
+        columns = ", ".join(f"DROP COLUMN {name} CASCADE" for name in column_names())
+        conn.execute(f"ALTER TABLE object_state {columns}")
+        try:
+            for search in (
+                lambda: catalog.searchResults(portal_type="Document"),
+                lambda: catalog.searchResults(SearchableText="kept"),
+                lambda: len(catalog),
+            ):
+                with self.assertRaises(CatalogNotInstalled) as raised:
+                    search()
+                self.assertIsInstance(raised.exception, CatalogError)
+                self.assertIn("import its profile", str(raised.exception))
+        finally:
+            conn.execute("ROLLBACK TO SAVEPOINT columns_away")
+            transaction.abort()
+        self.assertTrue(len(catalog))
