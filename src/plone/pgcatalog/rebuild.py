@@ -34,6 +34,7 @@ __all__ = [
     "catalog_in_batches",
     "catalog_tree",
     "catalogable",
+    "comments",
     "content",
     "cataloged_objects",
     "descendants",
@@ -116,10 +117,31 @@ class Progress:
 
 def content(obj: Any) -> Iterator[tuple[str, Any]]:
     """``(path, object)`` of *obj* and everything below it that
-    ``clearFindAndRebuild`` catalogs, in its order."""
+    ``clearFindAndRebuild`` catalogs, in its order: each item, its
+    comments, then what it contains."""
     for item in chain((obj,), descendants(obj)):
         if catalogable(item):
             yield "/".join(item.getPhysicalPath()), item
+            for comment in comments(item):
+                yield "/".join(comment.getPhysicalPath()), comment
+
+
+try:
+    from plone.app.discussion.interfaces import DISCUSSION_ANNOTATION_KEY
+except ImportError:  # plone.app.discussion is an add-on since Plone 6.1
+    DISCUSSION_ANNOTATION_KEY = None
+
+
+def comments(item: Any) -> Iterator:
+    """plone.app.discussion's comments on *item*: they live in its
+    annotations, not among its items, and CMFPlone's
+    ``clearFindAndRebuild`` catalogs them after the item."""
+    if DISCUSSION_ANNOTATION_KEY is None:
+        return
+    annotations = getattr(aq_base(item), "__annotations__", None)
+    conversation = None if annotations is None else annotations.get(DISCUSSION_ANNOTATION_KEY)
+    if conversation is not None:
+        yield from conversation.__of__(item).getComments()
 
 
 def catalog_tree(catalog: Any, obj: Any, progress: Progress | None = None) -> None:

@@ -24,6 +24,7 @@ from plone.pgcatalog.extraction import catalog_row
 from plone.pgcatalog.rebuild import catalogable
 from plone.pgcatalog.rebuild import content
 from plone.pgcatalog.rebuild import zoid_of
+from plone.pgcatalog.values import decode_metadata
 from plone.pgcatalog.values import parsed_metadata
 from typing import Any
 
@@ -132,7 +133,10 @@ def _stale(catalog: Any, objects: list[tuple[int, str, Any]]) -> list[str]:
     stale = []
     for zoid, differs, meta in found:
         wanted = orjson.loads(orjson.dumps(fresh[zoid].meta))
-        if differs or parsed_metadata(meta or {}) != wanted:
+        stored = parsed_metadata(meta or {})
+        # equal values may be encoded apart: a datetime in pytz's UTC is
+        # pickled, and comes back from the storage in datetime's own UTC
+        if differs or stored != wanted and decode_metadata(stored) != decode_metadata(wanted):
             stale.append(paths[zoid])
     return sorted(stale)
 
