@@ -1,9 +1,9 @@
 """A Zope instance as a deployment has one, for tests that reach it over HTTP.
 
 The instance is what ``mkwsgiinstance`` and Plone's deployment recipes
-write: a ``zope.conf`` with a ``<pgjsonb>`` storage, a ``site.zcml`` that
-loads the products (plone.pgcatalog comes in through Plone's
-``autoIncludePlugins``, as any add-on does), a PasteDeploy ``zope.ini``
+write, as the demo writes it: a ``zope.conf`` with a ``<pgjsonb>`` storage,
+a ``site.zcml`` that loads the products (plone.pgcatalog comes in through
+Plone's ``autoIncludePlugins``, as any add-on does), a PasteDeploy ``zope.ini``
 serving it with waitress, and an admin made by ``addzopeuser``.  It runs in
 a process of its own (``runwsgi``), started and stopped like a server.
 """
@@ -11,6 +11,8 @@ a process of its own (``runwsgi``), started and stopped like a server.
 from __future__ import annotations
 
 from pathlib import Path
+from plone.pgcatalog.demo import SITE_ZCML
+from plone.pgcatalog.demo import ZOPE_CONF
 
 import os
 import signal
@@ -25,40 +27,6 @@ import requests
 __all__ = ["ADMIN", "ZopeServer", "free_port"]
 
 ADMIN = ("admin", "admin")
-
-SITE_ZCML = """<configure xmlns="http://namespaces.zope.org/zope"
-           xmlns:meta="http://namespaces.zope.org/meta"
-           xmlns:five="http://namespaces.zope.org/five">
-  <include package="Zope2.App" />
-  <include package="Products.Five" />
-  <meta:redefinePermission from="zope2.Public" to="zope.Public" />
-  <five:loadProducts file="meta.zcml"/>
-  <five:loadProducts />
-  <five:loadProductsOverrides />
-  <securityPolicy component="AccessControl.security.SecurityPolicy" />
-</configure>
-"""
-
-ZOPE_CONF = """%define INSTANCE {home}
-instancehome $INSTANCE
-clienthome $INSTANCE/var
-debug-mode off
-security-policy-implementation C
-verbose-security off
-default-zpublisher-encoding utf-8
-<environment>
-    zope_i18n_compile_mo_files true
-    CHAMELEON_CACHE $INSTANCE/var/cache
-</environment>
-%import zodb_pgjsonb
-<zodb_db main>
-    cache-size 30000
-    <pgjsonb>
-        dsn {dsn}
-    </pgjsonb>
-    mount-point /
-</zodb_db>
-"""
 
 ZOPE_INI = """[app:zope]
 use = egg:Zope#main
@@ -120,11 +88,11 @@ class ZopeServer:
         self.log = home / "var" / "zope.log"
         self.process: subprocess.Popen | None = None
         etc = home / "etc"
-        (home / "var" / "cache").mkdir(parents=True, exist_ok=True)
+        (home / "var").mkdir(parents=True, exist_ok=True)
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "site.zcml").write_text(SITE_ZCML)
         self.conf = etc / "zope.conf"
-        self.conf.write_text(ZOPE_CONF.format(home=home, dsn=dsn))
+        self.conf.write_text(ZOPE_CONF.format(var=home, dsn=dsn))
         self.ini = etc / "zope.ini"
         self.ini.write_text(ZOPE_INI.replace("{port}", str(self.port)))
 

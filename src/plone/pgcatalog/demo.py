@@ -23,9 +23,10 @@ import socket
 import sys
 
 
-__all__ = ["create_site", "database", "main", "port_taken"]
+__all__ = ["SITE_ZCML", "ZOPE_CONF", "create_site", "database", "main", "port_taken"]
 
 
+# A deployment's site.zcml: Plone's autoIncludePlugins loads plone.pgcatalog
 SITE_ZCML = """<configure xmlns="http://namespaces.zope.org/zope"
            xmlns:meta="http://namespaces.zope.org/meta"
            xmlns:five="http://namespaces.zope.org/five">
@@ -35,7 +36,6 @@ SITE_ZCML = """<configure xmlns="http://namespaces.zope.org/zope"
   <five:loadProducts file="meta.zcml"/>
   <five:loadProducts />
   <five:loadProductsOverrides />
-  <include package="plone.pgcatalog" />
   <securityPolicy component="AccessControl.security.SecurityPolicy" />
 </configure>
 """
