@@ -32,6 +32,7 @@ from plone.pgcatalog.registry import index_defs
 from plone.pgcatalog.registry import IndexDef
 from plone.pgcatalog.uninstall import uninstall
 from plone.pgcatalog.registry import FIELD
+from plone.pgcatalog.registry import TEXT_VALUE
 from plone.pgcatalog.schema import index_ddl
 from plone.pgcatalog.setuphandlers import upgrade
 from plone.pgcatalog.testing import open_pg_db
@@ -324,7 +325,7 @@ class OwnerOnlyTest(RuntimeRoleTestCase):
     def test_ddl_at_commit_rolls_back_everything(self):
         """Without the check, the role's commit fails in PostgreSQL and
         neither the index nor the content is written."""
-        index = IndexDef("least_privilege", FIELD, ("getId",))
+        index = IndexDef("least_privilege", FIELD, ("getId",), {"value_type": TEXT_VALUE})
         changes_for(self.role_catalog).ddl.extend(index_ddl(index))
         api.content.create(container=self.site, type="Document", id="lost", title="Lost")
         with self.assertRaises(SchemaPrivilegeError) as raised:

@@ -157,8 +157,9 @@ def owned_index_ddl(tool: Any, index: r.IndexDef, what: str) -> list[str]:
     """The DDL *index* needs in *tool*'s catalog, after
     :func:`require_schema_owner` when there is any: the caller asks before
     it changes anything, so a refusal leaves nothing half done, and an
-    index without SQL indexes of its own needs no owner."""
+    index without SQL indexes of its own needs no owner (one added empty
+    does: its first value brings them)."""
     ddl = index_ddl(r.typed_for(tool, index))
-    if ddl:
+    if ddl or not index.decided:
         require_schema_owner(tool, what)
     return ddl
