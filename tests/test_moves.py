@@ -15,12 +15,29 @@ from Products.CMFCore.indexing import processQueue
 from unittest import mock
 from zope.component.hooks import setSite
 
+from Products.CMFCore.interfaces import IContentish
+from zope.component import getGlobalSiteManager
+from zope.lifecycleevent.interfaces import IObjectMovedEvent
+
 import transaction
 
 
 # what differs between two sites built seconds apart
 VARYING = {"UID", "created", "modified", "effective", "expires", "Date", "effectiveRange", "sync_uid"}
 VARYING |= {"CreationDate", "ModificationDate", "EffectiveDate", "ExpirationDate", "cmf_uid", "image_scales"}
+
+
+def without_searches_during_moves(test) -> None:
+    """Unregister plone.app.discussion's moved handler (it searches) for
+    the rest of *test*, where it is registered."""
+    try:
+        from plone.app.discussion.comment import notify_content_object_moved
+    except ImportError:
+        return
+    gsm = getGlobalSiteManager()
+    required = (IContentish, IObjectMovedEvent)
+    if gsm.unregisterHandler(notify_content_object_moved, required):
+        test.addCleanup(gsm.registerHandler, notify_content_object_moved, required)
 
 
 class MovesTest(BothSitesTestCase):
@@ -121,6 +138,25 @@ class MovesTest(BothSitesTestCase):
         transaction.commit()
         self.assertEqual(before, _rows(site))
 
+    def assertRebuiltAsStock(self):
+        """Cataloging every object again changes in our records what it
+        changes in the stock catalog's: nothing, unless a reindex of some
+        indexes only left values behind in both."""
+        changed = []
+        for site in self.sites:
+            setSite(site)
+            before = self.records(site)
+            site.portal_catalog.clearFindAndRebuild()
+            transaction.commit()
+            after = self.records(site)
+            changed.append(
+                {
+                    path: sorted(k for k in before[path][0] if before[path][0][k] != after[path][0].get(k))
+                    for path in before
+                }
+            )
+        self.assertEqual(changed[0], changed[1])
+
     def moved(self, change, label):
         """*change* on both sites: compared in its transaction, then committed."""
         self.each(change)
@@ -151,7 +187,12 @@ class MovesTest(BothSitesTestCase):
     def test_move_extracts_what_moves_change(self):
         """Below a moved folder no text is extracted again (the folder
         itself is cataloged in full), and every object is marked modified,
-        as CMFPlone's reindex marks it, catalog included."""
+        as CMFPlone's reindex marks it, catalog included.  Where a handler
+        searches during the move (plone.app.discussion's), CMFCore's queue
+        runs half way and what it uncatalogs is cataloged again in full, as
+        ZCatalog does (test_edits_around_a_move): that handler is left out
+        here."""
+        without_searches_during_moves(self)
         self.moved(lambda site: api.content.move(source=site["section"], target=site["same"]), "into same")
         modified = {site: site["same"]["section"]["f0"]["d1"].modified() for site in self.sites}
         with mock.patch.object(extraction, "extract", wraps=extraction.extract) as extract:
@@ -203,7 +244,10 @@ class MovesTest(BothSitesTestCase):
             api.content.rename(obj=moved["f2"], new_id="f2-renamed")
 
         self.moved(change, "edits around moves")
-        self.assertRowsAsRebuilt()
+        # where plone.app.discussion is installed its moved handler searches
+        # during the rename, CMFCore's queue runs half way and the Title-only
+        # reindex after the move leaves sortable_title behind, in ZCatalog too
+        self.assertRebuiltAsStock()
 
     def test_uncataloged_descendant(self):
         """An object below the folder that the catalog lost is cataloged

@@ -192,6 +192,12 @@ def moved_descendant(obj: Any) -> Plan | None:
     path = "/".join(obj.getPhysicalPath())
     if plan.cataloged.get(zoid) != old_path or path == old_path:
         return None
+    if old_path in pending.removed:
+        # uncataloged at its old path since the plan: a search during the
+        # move ran CMFCore's queue half way (plone.app.discussion's moved
+        # handler searches), and its row, with the edits queued before,
+        # went; cataloged in full, as ZCatalog then catalogs it
+        return None
     pending.move(zoid, old_path, path)
     pending.moved[zoid] = plan
     return plan
