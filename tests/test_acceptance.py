@@ -86,13 +86,11 @@ class Client:
             raise AssertionError(f"GET {path} on {self.site}: {response.status_code}")
         return BeautifulSoup(response.text, "html.parser")
 
-    def submit(self, path: str, button: str, fields: dict | None = None, form_id: str | None = None) -> str:
+    def submit(self, path: str, button: str, fields: dict | None = None) -> str:
         """Fill the form of the page at *path* (all it holds, as a browser
         sends it, with *fields* changed) and press *button*; the final URL."""
         soup = self.page(path)
         forms = [f for f in soup.find_all("form") if f.find(attrs={"name": button})]
-        if form_id:
-            forms = [f for f in forms if f.get("id") == form_id]
         if not forms:
             raise AssertionError(f"no form with {button} at {path} on {self.site}")
         form = forms[0]
