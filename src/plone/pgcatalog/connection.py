@@ -27,6 +27,7 @@ from plone.pgcatalog.errors import CatalogUnavailable
 from plone.pgcatalog.errors import SchemaLocked
 from plone.pgcatalog.errors import SearchTimeout
 from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
+from plone.pgcatalog.schema import SCHEMA_LOCK_TIMEOUT
 from psycopg_pool import ConnectionPool
 from psycopg_pool import PoolTimeout
 
@@ -261,11 +262,6 @@ def _fetch(conn: psycopg.Connection, sql: str, params, timeout: int = 0) -> list
     with conn.cursor(row_factory=tuple_row) as cur:
         cur.execute(sql, params)
         return cur.fetchall()
-
-
-SCHEMA_LOCK_TIMEOUT = "30s"
-"""How long a schema change waits for other transactions that read
-``object_state`` (a request in flight) before it gives up."""
 
 
 def change_schema(obj: Any, sql: str) -> None:

@@ -52,6 +52,7 @@ __all__ = [
     "canonical",
     "index_query",
     "merge_query",
+    "sort_names",
     "sort_spec",
     "top_sql",
     "walk_rows",
@@ -769,11 +770,9 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
     ``reverse`` or ``descending`` (any case) mean descending, anything else
     ascending; a single order applies to every key.
     """
-    names = _sort_attr(query, "on")
-    if names is None:
+    if _sort_attr(query, "on") is None:
         return []
-    if not isinstance(names, (list, tuple)):
-        names = [names]
+    names = sort_names(query)
     chosen = []
     for name in names:
         index = indexes.get(name) if isinstance(name, str) else None
@@ -810,6 +809,14 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
             descending = False
         result.append((index, descending))
     return result
+
+
+def sort_names(query: dict) -> list:
+    """The names ``sort_on`` (or ``sort-on``) gives, as a list, unchecked."""
+    names = _sort_attr(query, "on")
+    if names is None:
+        return []
+    return list(names) if isinstance(names, (list, tuple)) else [names]
 
 
 def _sort_attr(query: dict, attr: str):

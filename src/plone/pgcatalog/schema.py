@@ -315,6 +315,10 @@ INSERT INTO pgcatalog_schema VALUES (1, {SCHEMA_VERSION}) ON CONFLICT (id) DO UP
 that installs or upgrades it)."""
 
 
+SCHEMA_LOCK_TIMEOUT = "30s"
+"""How long a schema change waits for other transactions that read
+``object_state`` (a request in flight) before it gives up."""
+
 SCHEMA_SOURCE = "plone.pgcatalog"
 """The name zodb-pgjsonb records the startup schema's version under."""
 
@@ -327,7 +331,7 @@ def startup_schema(storage: Any) -> None:
 
     def apply(dsn: str) -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("SET lock_timeout = '30s'")
+            conn.execute(f"SET lock_timeout = '{SCHEMA_LOCK_TIMEOUT}'")
             with conn.transaction():
                 conn.execute(sql)
 

@@ -29,6 +29,7 @@ from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import canonical
 from plone.pgcatalog.query import Fault
+from plone.pgcatalog.query import sort_names
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import Statement
 from plone.pgcatalog.query import top_sql
@@ -74,12 +75,7 @@ def refuse_unserved(tool: Any, query: dict) -> None:
     unserved = r.unserved(tool)
     if not unserved:
         return
-    names = [name for name in query if name in unserved]
-    sort_on = query.get("sort_on")
-    sorts = (
-        [sort_on] if isinstance(sort_on, str) else list(sort_on) if isinstance(sort_on, (list, tuple)) else []
-    )
-    names += [name for name in sorts if isinstance(name, str) and name in unserved]
+    names = [name for name in (*query, *sort_names(query)) if isinstance(name, str) and name in unserved]
     if names:
         kind = unserved[names[0]][0]
         raise UnservedIndex(

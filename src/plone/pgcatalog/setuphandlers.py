@@ -63,13 +63,20 @@ def upgrade_lexicons(tool: PGCatalogTool) -> int:
     return len(old)
 
 
+def _own_schema(context: Any, instance: Any) -> None:
+    """The catalog's columns, tables and functions, before anything reads
+    them, and its processor on the storage *instance* (a Zope started
+    before they were there has none) to write the rows at commit."""
+    change_schema(context, schema_sql())
+    ensure_processor(instance)
+
+
 def upgrade(tool: PGCatalogTool) -> PGCatalogTool:
     """Bring an installed catalog up to this release: its lexicons within
     the tool, any SQL index this release adds, its rows' word counts, and
     the schema version recorded in the database (at commit)."""
     require_schema_owner(tool, "Upgrading plone.pgcatalog")
-    change_schema(tool, schema_sql())
-    ensure_processor(storage_instance(tool))  # a Zope started before the columns were there
+    _own_schema(tool, storage_instance(tool))
     if upgrade_lexicons(tool):
         logger.info("plone.pgcatalog: lexicons now stored within portal_catalog")
     pending = changes_for(tool)
@@ -131,8 +138,7 @@ def replace_catalog(site: Any) -> PGCatalogTool:
             f"this site is stored in {type(getattr(site._p_jar, '_storage', None)).__name__}"
         )
     require_schema_owner(site, "Installing plone.pgcatalog")
-    change_schema(site, schema_sql())  # before anything reads the catalog
-    ensure_processor(instance)
+    _own_schema(site, instance)
     old = site.portal_catalog
     defs, unserved = [], {}
     for name in old.indexes():
