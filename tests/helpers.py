@@ -99,6 +99,9 @@ class AddonFixture(Layer):
                 for profile in self.profiles:
                     applyProfile(site, profile)
                 self.configure(site)
+                # CMFCore's indexing queue sends what it holds to the current
+                # site's catalog, whichever site queued it
+                transaction.commit()
             setSite(None)
         self["pg_snapshot"] = Snapshot(self["pg_dsn"])
 
