@@ -7,24 +7,17 @@ rebuild, ``verify`` and ``repair`` must find them as CMFPlone's
 as numbers.
 """
 
+from helpers import AddonFixture
 from helpers import BothSitesTestCase
 from itertools import groupby
-from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
-from plone.app.testing.helpers import applyProfile
 from plone.pgcatalog.registry import index_defs
 from plone.pgcatalog.registry import JSON_VALUE
-from plone.pgcatalog.testing import DIFFERENTIAL_FIXTURE
 from plone.pgcatalog.testing import PGFunctionalTesting
-from plone.pgcatalog.testing import Snapshot
 from plone.pgcatalog.verify import repair
 from plone.pgcatalog.verify import verify
-from plone.testing import Layer
-from plone.testing import zca
-from plone.testing import zope
 from zope.component import createObject
 from zope.component.hooks import setSite
-from zope.configuration import xmlconfig
 
 import re
 import transaction
@@ -34,42 +27,18 @@ COMMENTS = {"many": 12, "two": 2, "nine": 9, "none": 0}
 """Comments per page: 12 sorts before 2 and 9 as text."""
 
 
-class DiscussionFixture(Layer):
-    """plone.app.discussion installed in both sites of the differential
-    layer, after plone.pgcatalog: its indexes come by its catalog.xml."""
+class DiscussionFixture(AddonFixture):
+    """plone.app.discussion installed in both sites after plone.pgcatalog:
+    its indexes come by its catalog.xml."""
 
-    defaultBases = (DIFFERENTIAL_FIXTURE,)
-
-    def setUp(self):
-        import plone.app.discussion
-
-        zca.pushGlobalRegistry()
-        self["configurationContext"] = context = zca.stackConfigurationContext(
-            self.get("configurationContext")
-        )
-        xmlconfig.file("configure.zcml", plone.app.discussion, context=context)
-        with zope.zopeApp() as app:
-            login(app, SITE_OWNER_NAME)
-            for site in (app.plone, app.zplone):
-                setSite(site)
-                applyProfile(site, "plone.app.discussion:default")
-                site.portal_registry[
-                    "plone.app.discussion.interfaces.IDiscussionSettings.globally_enabled"
-                ] = True
-                site.portal_types.Document.allow_discussion = True
-                # the same workflows on both (plone.app.testing's site has none)
-                site.portal_workflow.setDefaultChain("simple_publication_workflow")
-            setSite(None)
-        self["pg_snapshot"] = Snapshot(self["pg_dsn"])
-
-    def tearDown(self):
-        del self["pg_snapshot"]
-        self["pg_snapshot"].restore(self["zodbDB"])  # the differential layer's database again
-        del self["configurationContext"]
-        zca.popGlobalRegistry()
+    def configure(self, site) -> None:
+        site.portal_registry["plone.app.discussion.interfaces.IDiscussionSettings.globally_enabled"] = True
+        site.portal_types.Document.allow_discussion = True
 
 
-DISCUSSION_FIXTURE = DiscussionFixture(name="plone.pgcatalog:Discussion")
+DISCUSSION_FIXTURE = DiscussionFixture(
+    packages=("plone.app.discussion",), profiles=("plone.app.discussion:default",), name="plone.pgcatalog:Discussion"
+)
 DISCUSSION_TESTING = PGFunctionalTesting(
     bases=(DISCUSSION_FIXTURE,), name="plone.pgcatalog:DiscussionFunctional"
 )
