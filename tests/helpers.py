@@ -20,6 +20,7 @@ from plone.pgcatalog.testing import Snapshot
 from plone.testing import Layer
 from plone.testing import zca
 from plone.testing import zope
+from zope.component import getGlobalSiteManager
 from zope.component.hooks import setSite
 from zope.configuration import xmlconfig
 
@@ -94,6 +95,11 @@ class AddonFixture(Layer):
         with zope.zopeApp() as app:
             login(app, SITE_OWNER_NAME)
             for site in (app.plone, app.zplone):
+                # the site's own registry looks up the global one it was
+                # made with: base it on the one holding the add-ons' ZCML
+                manager = site.getSiteManager()
+                if getGlobalSiteManager() not in manager.__bases__:
+                    manager.__bases__ = (getGlobalSiteManager(),)
                 setSite(site)
                 site.portal_workflow.setDefaultChain("simple_publication_workflow")
                 for profile in self.profiles:

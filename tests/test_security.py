@@ -16,6 +16,7 @@ from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from test_differential import outcome
+from zope.component.hooks import setSite
 
 import transaction
 
@@ -94,6 +95,23 @@ class SecurityTest(BothSitesTestCase):
         for name in ("bob", "carol", "dave"):
             self.assertGreater(seen[name], seen["erin"], seen)
         self.assertLess(seen["manager"], seen["unrestricted"], seen)
+
+    def test_objects_of_brains_are_on_the_request(self):
+        """``reindexObjectSecurity`` opens each object below a folder through
+        brains of the catalog looked up as a utility (CMFCore's
+        ``_getCatalogTool``), with no ``REQUEST`` to acquire; the objects
+        are on the current request, as ZCatalog's brains give them: an
+        indexer that traverses to a view (plone.volto's ``getRemoteUrl``)
+        needs it, and the metadata went missing."""
+        for site in self.sites:
+            setSite(site)
+            catalog = site["item-005"]._getCatalogTool()
+            root = "/".join(site.getPhysicalPath())
+            brains = catalog._unrestrictedSearchResults(path=root + "/item-005")
+            self.assertGreater(len(brains), 1)
+            for brain in brains:
+                for obj in (brain._unrestrictedGetObject(), brain.getObject()):
+                    self.assertIsNotNone(getattr(obj, "REQUEST", None), (site.getId(), brain.getPath()))
 
     def test_callers_security_keys_never_widen(self):
         """A caller's own ``allowedRolesAndUsers`` or ``effectiveRange``

@@ -24,6 +24,7 @@ from ZTUtils.Lazy import Lazy
 from zope.globalrequest import getRequest
 from zope.interface import implementer
 from zope.interface.common.sequence import IFiniteSequence
+from ZPublisher.BaseRequest import RequestContainer
 
 
 __all__ = ["CatalogBrain", "CatalogResults", "MAX_PAGE", "MIN_ROWS"]
@@ -233,11 +234,19 @@ class CatalogBrain(Implicit):
         return request.physicalPathToURL(self.getPath(), relative)
 
     def _root(self):
+        """Where the object's path is traversed from: the catalog, or,
+        when no ``REQUEST`` is acquirable there (a tool looked up as a
+        utility), the physical root on the current request, as ZCatalog's
+        brains do: the object's indexers and views need the request."""
         parent = aq_parent(self)
         if parent is None:
             from zope.component.hooks import getSite
 
             parent = getSite()
+        if parent is not None and aq_get(parent, "REQUEST", None) is None:
+            request = getRequest()
+            if request is not None:
+                parent = aq_base(parent.getPhysicalRoot()).__of__(RequestContainer(REQUEST=request))
         return parent
 
     def getObject(self, REQUEST=None):
