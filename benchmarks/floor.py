@@ -69,3 +69,60 @@ def time_statements(dsn: str, statements: list[Statement], iterations: int, warm
         generic.execute("SET plan_cache_mode = force_generic_plan")
         conns = {False: plain, True: generic}
         return time_repeated(lambda: run_statements(conns, statements), None, iterations, warmup)
+
+
+def _plan_nodes(node: dict) -> Iterator[dict]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _plan_nodes(child)
+
+
+def plan_facts(dsn: str, statements: list[Statement]) -> dict:
+    """What PostgreSQL did for *statements*, summed over them, from
+    ``EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)``: planning and execution
+    time, the heap fetches of index-only scans (rows whose page is not
+    all-visible: what writes without a VACUUM leave) and buffers.
+    Planning is that of a new statement on a session whose caches the
+    same statements have warmed: a prepared one reused with its generic
+    plan plans nothing."""
+    facts = {
+        "planning_ms": 0.0,
+        "execution_ms": 0.0,
+        "index_only_scans": 0,
+        "heap_fetches": 0,
+        "shared_hit": 0,
+        "shared_read": 0,
+    }
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for sql, params, _ in statements:  # a new session's first plans load its caches
+            conn.execute("EXPLAIN " + sql, params).fetchall()
+        for sql, params, _ in statements:
+            ((explained,),) = conn.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params).fetchall()
+            top = explained[0]
+            facts["planning_ms"] += top["Planning Time"]
+            facts["execution_ms"] += top["Execution Time"]
+            facts["shared_hit"] += top["Plan"].get("Shared Hit Blocks", 0)
+            facts["shared_read"] += top["Plan"].get("Shared Read Blocks", 0)
+            for node in _plan_nodes(top["Plan"]):
+                if node["Node Type"] == "Index Only Scan":
+                    facts["index_only_scans"] += 1
+                    facts["heap_fetches"] += node.get("Heap Fetches", 0)
+    return facts
+
+
+TABLE_STATE = """SELECT c.relpages, c.relallvisible, s.n_live_tup, s.n_dead_tup,
+       s.n_mod_since_analyze, s.vacuum_count, s.autovacuum_count, s.analyze_count,
+       s.autoanalyze_count
+  FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid
+ WHERE c.relname = 'object_state' AND s.schemaname = current_schema()"""
+
+
+def table_state(dsn: str) -> dict:
+    """``object_state`` as the planner and autovacuum see it: pages and
+    all-visible pages (index-only scans skip the heap only on those), live
+    and dead rows, changes since the last ANALYZE, and how often it was
+    vacuumed and analyzed (by hand and by autovacuum)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(TABLE_STATE)
+        row = cur.fetchone()
+        return dict(zip([c.name for c in cur.description], row, strict=True)) if row else {}

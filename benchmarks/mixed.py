@@ -214,7 +214,7 @@ def setup(config: dict) -> dict:
         "catalog_class": f"{klass.__module__}.{klass.__qualname__}",
         "documents": len(catalog.unrestrictedSearchResults(portal_type="Document")),
     }
-    builder.analyze()
+    builder.settle()
     app._p_jar.db().close()
     return info
 

@@ -211,7 +211,7 @@ def written_site(docs: int, prefix: str) -> Iterator[tuple[Any, Writer, RequestC
             worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home)})
             worker.build()
             worker.grow_to(docs)
-            worker.analyze()
+            worker.settle()
             db = worker.app._p_jar.db()
             writer = Writer(db, docs, "thread")
             cycle = RequestCycle(db)

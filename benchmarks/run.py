@@ -77,6 +77,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also time the queries each as the first of a new request (publisher's begin and end)",
     )
+    parser.add_argument(
+        "--vacuum",
+        choices=("each", "autovacuum", "settled"),
+        default="each",
+        help="before each query phase: VACUUM (ANALYZE) (default); nothing but the server's "
+        "autovacuum; or two autovacuum naps' wait (the last two need autovacuum on)",
+    )
     parser.add_argument("--no-report", action="store_true", help="do not rewrite docs/benchmarks.md")
     parser.add_argument("--report-only", type=Path, metavar="RESULTS_JSON", help="only render the report")
     return parser.parse_args(argv)
@@ -129,6 +136,7 @@ def run(args: argparse.Namespace) -> dict:
         "profile": args.profile,
         "after_writes": args.after_writes,
         "first_in_request": args.first_in_request,
+        "vacuum": args.vacuum,
     }
     stamp = time.strftime("%Y%m%d-%H%M%S")
     RESULTS.mkdir(exist_ok=True)

@@ -6,7 +6,8 @@ scratch directory), ``sizes`` (document counts to query at, ascending),
 ``timed_docs``, ``rebuild_at``, ``iterations``, ``warmup``, ``profile``
 and ``out`` (where to write the results), and optionally ``after_writes``
 (``"thread"`` or ``"same"``) and ``first_in_request`` (see
-``publisher.py``).  ``run.py`` starts it.
+``publisher.py``) and ``vacuum`` (``"each"``, ``"autovacuum"`` or
+``"settled"``, see :meth:`Worker.settle`).  ``run.py`` starts it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from closure import catalog_objects
 from floor import capture_sql
 from floor import explain
+from floor import plan_facts
+from floor import table_state
 from floor import time_statements
 from measure import summary
 from measure import time_once
@@ -118,18 +121,66 @@ class Worker:
 
     # -- reading -----------------------------------------------------------------
 
-    def analyze(self) -> None:
-        """``VACUUM (ANALYZE)`` the PostgreSQL database (untimed), as
-        autovacuum would have done on a live site; without it the planner
-        has no statistics for the freshly loaded tables."""
+    def settle(self) -> None:
+        """Before a query phase, the database as the ``vacuum`` setting
+        has it (untimed):
+
+        - ``each`` (the default): ``VACUUM (ANALYZE)``, as if autovacuum had
+          just run; without it the planner has no statistics for freshly
+          loaded tables;
+        - ``autovacuum``: nothing: the writes before stay unvacuumed, but
+          for what the server's autovacuum (at its settings) does meanwhile,
+          as on a site where editors work;
+        - ``settled``: the same, after waiting two of autovacuum's naps
+          (``autovacuum_naptime``): what it does given its chance.
+        """
         dsn = self.config.get("dsn")
         if not dsn:
             return
         import psycopg
 
         transaction.abort()
+        vacuum = self.config.get("vacuum", "each")
         with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("VACUUM (ANALYZE)")
+            if vacuum == "each":
+                conn.execute("VACUUM (ANALYZE)")
+                return
+            on, naptime = conn.execute(
+                "SELECT current_setting('autovacuum'), current_setting('autovacuum_naptime')::interval"
+            ).fetchone()
+        if on != "on":
+            raise SystemExit(f"--vacuum {vacuum} needs a server with autovacuum on (this one: {on})")
+        if vacuum == "settled":
+            wait = 2 * naptime.total_seconds()
+            log(f"{self.backend}: waiting {wait:.0f}s for autovacuum")
+            time.sleep(wait)
+
+    def plan_phase(self) -> dict:
+        """Planning, execution, heap fetches and buffers of every
+        scenario's statements, run once more as the phase left the
+        database (pgcatalog only; :func:`floor.plan_facts`)."""
+        facts: dict = {}
+        for scenario in scenarios():
+            for variant, run in (("bare", run_bare), ("listing", run_listing)):
+                self.as_user(scenario)
+                with capture_sql() as statements:
+                    run(self.catalog, scenario.query)
+                facts.setdefault(scenario.name, {})[variant] = plan_facts(self.config["dsn"], statements)
+        zopesite.login(self.app)
+        return facts
+
+    def phase(self, writes: str | None = None, requests: bool = False) -> dict:
+        """:meth:`settle`, :meth:`query_phase`, then the table's state
+        before and after, and (pgcatalog) :meth:`plan_phase`."""
+        self.settle()
+        dsn = self.config.get("dsn")
+        before = table_state(dsn) if dsn else None
+        timings = self.query_phase(writes, requests)
+        if dsn:
+            timings["table"] = {"before": before, "after": table_state(dsn)}
+        if self.backend == "pgcatalog":
+            timings["plans"] = self.plan_phase()
+        return timings
 
     def as_user(self, scenario) -> None:
         """End the previous 'request' and become the scenario's user."""
@@ -208,7 +259,7 @@ class Worker:
 
     def modes(self) -> list[tuple[str, str | None, bool]]:
         """The query modes asked for besides the plain one: (name, writes,
-        requests), one after the other, each on a freshly vacuumed database."""
+        requests), one after the other, each after :meth:`settle`."""
         writes = self.config.get("after_writes")
         requests = bool(self.config.get("first_in_request"))
         modes = []
@@ -296,18 +347,16 @@ class Worker:
         self.modify_timed(self.docs)
         for size in sizes:
             entry: dict = {"bulk": self.grow_to(size)}
-            self.analyze()
             log(f"{self.backend}: queries at {size} docs")
-            entry["queries"] = self.query_phase()
+            entry["queries"] = self.phase()
             entry["catalog_objects"] = catalog_objects(self.catalog, (self.site, self.app))
             if self.backend == "pgcatalog":
                 entry["floor"] = self.floor_phase(size)
                 if config.get("profile"):
                     self.profile(size)
             for name, writes, requests in self.modes():
-                self.analyze()
                 log(f"{self.backend}: queries at {size} docs, {name}")
-                entry.setdefault("modes", {})[name] = self.query_phase(writes, requests)
+                entry.setdefault("modes", {})[name] = self.phase(writes, requests)
             if size == config.get("rebuild_at"):
                 self.result["rebuild"] = self.rebuild()
             self.result["sizes"][str(size)] = entry
