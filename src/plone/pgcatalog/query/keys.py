@@ -9,6 +9,9 @@ errors a query gives, the same for every index kind.
 
 from __future__ import annotations
 
+from typing import Any
+
+from collections.abc import Iterable
 from DateTime import DateTime
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.query.indexquery import IndexQuery
@@ -72,7 +75,7 @@ def text_ok(text: str) -> bool:
     return True
 
 
-def scalar(index: r.IndexDef, value):
+def scalar(index: r.IndexDef, value: Any) -> Any:
     """A query value in the form the index's expression compares, or one
     of the markers above."""
     if index.kind in (r.DATE, r.DATE_RECURRING):
@@ -107,7 +110,7 @@ def scalar(index: r.IndexDef, value):
     return _Uncomparable(value)
 
 
-def equal_keys(index: r.IndexDef, values) -> list:
+def equal_keys(index: r.IndexDef, values: Iterable[Any]) -> list:
     """The values that can equal a stored key (the others match nothing)."""
     keys = (scalar(index, v) for v in values if v is not None)
     return [k for k in keys if not isinstance(k, (_Bound, _Unstorable))]
@@ -192,7 +195,8 @@ def _bound_key(index: r.IndexDef, bound):
     return int(key) if isinstance(key, bool) else key
 
 
-def param(sql_type: str, value):
+def param(sql_type: str, value: Any) -> Any:
+    """*value* as a parameter compared as *sql_type*."""
     if sql_type == "text":
         return value if isinstance(value, str) else str(value)
     if sql_type == "jsonb":
