@@ -13,7 +13,7 @@ from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
-from plone.pgcatalog import query as query_module
+from plone.pgcatalog.query import page as page_module
 from plone.pgcatalog import rebuild
 from plone.pgcatalog import search as search_module
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
@@ -363,7 +363,7 @@ class DifferentialTest(unittest.TestCase):
         login(self.layer["app"], SITE_OWNER_NAME)
         for label, walk in (("walk finds all", 10**6), ("walk finds none", 0)):
             with (
-                mock.patch.object(query_module, "walk_rows", lambda needed, walk=walk: walk),
+                mock.patch.object(page_module, "walk_rows", lambda needed, walk=walk: walk),
                 mock.patch.object(search_module, "MIN_ROWS", 3),
             ):
                 self.compare(label)

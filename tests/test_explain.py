@@ -96,15 +96,15 @@ class ExplainTest(CatalogTestCase):
 
     def explain(self, query: dict) -> list[dict]:
         stmt = build(query, self.defs, lexicons(self.catalog), self.catalog.getPhysicalPath())
-        add_sort(stmt, sort_spec(query, self.defs))
+        ordering = add_sort(stmt, sort_spec(query, self.defs))
         params = stmt.params
-        if stmt.scored:  # relevance order: the statement of the search
-            head, params = ranked_sql(stmt.scored, stmt.where_sql(), stmt.params, None)
+        if ordering.scored:  # relevance order: the statement of the search
+            head, params = ranked_sql(ordering.scored, ordering.where_sql(stmt), stmt.params, None)
             sql = f"{head}\nSELECT zoid FROM pgcatalog_scored ORDER BY score DESC, zoid DESC"
         else:
-            sql = f"SELECT zoid FROM object_state WHERE {stmt.where_sql()}"
-            if stmt.order:
-                sql += " ORDER BY " + ", ".join(stmt.order)
+            sql = f"SELECT zoid FROM object_state WHERE {ordering.where_sql(stmt)}"
+            if ordering.terms:
+                sql += " ORDER BY " + ", ".join(ordering.terms)
         if "sort_limit" in query:
             sql += f" LIMIT {int(query['sort_limit'])}"
         sql, head_params = catalog_sql(sql, None)
@@ -192,9 +192,9 @@ class ExplainTest(CatalogTestCase):
         # not 400 entries of every type's dates before falling back
         query = {"portal_type": "Rare", "sort_on": "created", "sort_order": "reverse", "b_size": 20}
         stmt = build(query, self.defs, {}, self.catalog.getPhysicalPath())
-        add_sort(stmt, sort_spec(query, self.defs))
-        self.assertTrue(stmt.walks(20))
-        sql, params = top_sql(stmt, 20, 0)
+        ordering = add_sort(stmt, sort_spec(query, self.defs))
+        self.assertTrue(ordering.walks(20))
+        sql, params = top_sql(stmt, ordering, 20, 0)
         sql, head = catalog_sql(sql, None)
         pieces = sql.split("%s")
         numbered = "".join(f"{piece}${n}" for n, piece in enumerate(pieces[:-1], 1)) + pieces[-1]

@@ -13,7 +13,14 @@ WRITE_PATH = {"extraction", "processor", "rebuild", "undo", "setuphandlers"}
 
 
 def _modules() -> dict[str, ast.Module]:
-    return {path.stem: ast.parse(path.read_text()) for path in PACKAGE.glob("*.py")}
+    """The package's modules by name; those of a subpackage as
+    ``query.page`` beside the subpackage itself (``query``: its __init__)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = ast.parse(path.read_text())
+    return modules
 
 
 def _imports(tree: ast.Module) -> set[str]:
@@ -21,9 +28,9 @@ def _imports(tree: ast.Module) -> set[str]:
     found = set()
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("plone.pgcatalog"):
-            parts = node.module.split(".")
-            found |= {alias.name for alias in node.names} if len(parts) == 2 else {parts[2]}
-    return found
+            name = ".".join(node.module.split(".")[2:])
+            found |= {f"{name}.{alias.name}".lstrip(".") for alias in node.names} | {name}
+    return found - {""}
 
 
 class LayoutTest(unittest.TestCase):

@@ -112,9 +112,17 @@ class SortTest(unittest.TestCase):
         spec = sort_spec({"sort_on": "created", "sort_order": "reverse"}, INDEXES)
         self.assertEqual([(index.name, reverse) for index, reverse in spec], [("created", True)])
         stmt = compiled({"portal_type": "Document"})
-        add_sort(stmt, spec)
-        self.assertTrue(stmt.order[0].endswith("DESC"))
-        self.assertEqual(stmt.tiebreak, "zoid DESC")
+        where = list(stmt.where)
+        ordering = add_sort(stmt, spec)
+        self.assertEqual(stmt.where, where)  # the statement stays as it was
+        self.assertTrue(ordering.terms[0].endswith("DESC"))
+        self.assertEqual(ordering.tiebreak, "zoid DESC")
+        self.assertEqual(ordering.order_sql(), f"{ordering.terms[0]}, zoid DESC")
+        created = INDEXES["created"].expression()
+        self.assertEqual(ordering.keyed, (f"{created} IS NOT NULL",))
+        self.assertTrue(ordering.where_sql(stmt).endswith(f" AND {created} IS NOT NULL"))
+        self.assertTrue(ordering.walks(20))
+        self.assertFalse(add_sort(compiled({"UID": "x"}), spec).walks(20))  # a UID: the plain plan
 
 
 class MergeQueryTest(unittest.TestCase):

@@ -32,7 +32,7 @@ from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["cataloged_rows", "first_metadata_sql", "load_metadata", "read", "select", "site_path"]
+__all__ = ["cataloged_rows", "load_metadata", "read", "select", "site_path"]
 
 
 def read(context: Any, sql: str, params: list, **options) -> list[tuple]:
@@ -84,16 +84,6 @@ def cataloged_rows(context: Any, order: str = "path", batch: int = 1000) -> Iter
         if len(rows) < batch:
             return
         after = rows[-1][1 if column == "path" else 0]
-
-
-def first_metadata_sql(number: str, first: int, alias: str = "s") -> str:
-    """The stored metadata of a row of table *alias* numbered *number*
-    (SQL) when it is one of the *first* rows, else NULL: a search's first
-    window of metadata, selected with its rows."""
-    return (
-        f"CASE WHEN {number} <= {int(first)} "
-        f"THEN (SELECT o.meta FROM object_state o WHERE o.zoid = {alias}.zoid) END"
-    )
 
 
 def load_metadata(context: Any, zoids: list[int]) -> dict:

@@ -71,7 +71,7 @@ GOPIP = "GopipIndex"
 # Kinds stored in a B-tree on (expression, zoid): equality, ranges and sorting
 BTREE_KINDS = (FIELD, UUID, DATE, BOOLEAN, GOPIP)
 # Listings of one content type by date (news, events, recent items) walk a
-# B-tree on (portal_type, date, zoid): see schema.index_ddl and query.top_sql
+# B-tree on (portal_type, date, zoid): see schema.index_ddl and query.page.top_sql
 TYPE_INDEX = "portal_type"
 
 KINDS = (FIELD, KEYWORD, DATE, DATE_RANGE, DATE_RECURRING, BOOLEAN, UUID, TEXT, PATH, GOPIP)

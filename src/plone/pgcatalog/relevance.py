@@ -31,7 +31,6 @@ from collections.abc import Iterable
 
 from dataclasses import dataclass
 from plone.pgcatalog import registry as r
-from plone.pgcatalog.database import first_metadata_sql
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import ROWS
@@ -42,7 +41,7 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["Scored", "compact_word_counts_sql", "normalized", "ranked_sql", "score_scale", "scored_sql"]
+__all__ = ["Scored", "compact_word_counts_sql", "normalized", "ranked_sql", "score_scale"]
 
 
 @dataclass
@@ -233,28 +232,6 @@ def ranked_sql(
     params += [p for _, join_params in joins for p in join_params]
     params += where_params
     return "WITH " + ",\n".join(ctes), params
-
-
-def scored_sql(tail: str, counted: bool = False, metadata: bool = False, first: int = 0) -> str:
-    """Select from :func:`ranked_sql`'s matches, best first (ties by record
-    id, highest first, as ZCatalog orders them): ``zoid, path, score``,
-    the best score of all matches, then their number when *counted*, then
-    the stored metadata of the selected rows when *metadata*, or of the
-    *first* ones only (NULL after them); *tail* (LIMIT, OFFSET) applies to
-    the matches."""
-    columns = "zoid, path, score, max(score) OVER ()" + (", count(*) OVER ()" if counted else "")
-    sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
-    if first:
-        return (
-            f"SELECT s.*, {first_metadata_sql('row_number() OVER (ORDER BY s.score DESC, s.zoid DESC)', first)} "
-            f"FROM ({sql}) AS s ORDER BY s.score DESC, s.zoid DESC"
-        )
-    if not metadata:
-        return sql
-    return (
-        f"SELECT s.*, o.meta FROM ({sql}) AS s LEFT JOIN object_state o ON o.zoid = s.zoid"
-        " ORDER BY s.score DESC, s.zoid DESC"
-    )
 
 
 def normalized(score: int, best: int, scale: tuple[int, int]) -> tuple[int, int]:

@@ -67,14 +67,14 @@ class CatalogResults(Lazy):
         load_rows=None,
         metadata=None,
     ):
-        self._rows = dict(enumerate(rows))  # position -> (zoid, path[, score, normalized score])
+        self._rows = dict(enumerate(rows))  # position -> query.Row
         self._meta = dict(metadata or {})  # position -> metadata (JSON text until first read)
         self._length = length  # None: the number of matches
         self._total = total  # None: not counted yet
         self._count = count  # callable() -> number of matches
         self._columns = frozenset(columns)
         self._load_metadata = load_metadata  # callable(list[zoid]) -> {zoid: meta}
-        self._load_rows = load_rows  # callable(offset, limit) -> [((zoid, path), metadata), ...]
+        self._load_rows = load_rows  # callable(offset, limit) -> [query.Row with its metadata, ...]
         self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
         self._brains = {}
         self.metadata_queries = 0
@@ -126,7 +126,7 @@ class CatalogResults(Lazy):
     def _brain(self, position: int):
         brain = self._brains.get(position)
         if brain is None:
-            brain = self._brains[position] = CatalogBrain(self, position, *self._row(position))
+            brain = self._brains[position] = CatalogBrain(self, position, self._row(position))
         return self._wrap(brain)
 
     def _row(self, position: int) -> tuple:
@@ -138,9 +138,9 @@ class CatalogResults(Lazy):
             # far: a walk of 2,000 rows takes two statements after the first
             window = max(MIN_ROWS, min(MAX_ROWS, 4 * len(self._rows)))
             self.row_queries += 1
-            for offset, (found, meta) in enumerate(self._load_rows(position, window), position):
+            for offset, found in enumerate(self._load_rows(position, window), position):
                 self._rows.setdefault(offset, found)
-                self._meta.setdefault(offset, meta)
+                self._meta.setdefault(offset, found.meta or {})
             row = self._rows.get(position)
             if row is None:
                 raise IndexError(position)
@@ -164,11 +164,11 @@ class CatalogResults(Lazy):
             for p in range(position, position + window)
             if p not in self._meta and (p in self._rows or p == position)
         ]
-        zoids = [self._row(p)[0] for p in positions]
+        zoids = [self._row(p).zoid for p in positions]
         found = self._load_metadata(zoids)
         self.metadata_queries += 1
         for p in positions:
-            self._meta[p] = found.get(self._rows[p][0]) or {}
+            self._meta[p] = found.get(self._rows[p].zoid) or {}
 
 
 @implementer(ICatalogBrain)
@@ -180,15 +180,15 @@ class CatalogBrain(Implicit):
     data_record_score_ = 1
     data_record_normalized_score_ = 1
 
-    def __init__(self, results, position, zoid, path, score=None, normalized_score=None):
+    def __init__(self, results, position, row):
         values = self.__dict__
         values["_results"] = results
         values["_position"] = position
-        values["data_record_id_"] = zoid
-        values["_path"] = path
-        if score is not None:  # ordered by relevance
-            values["data_record_score_"] = score
-            values["data_record_normalized_score_"] = normalized_score
+        values["data_record_id_"] = row.zoid
+        values["_path"] = row.path
+        if row.score is not None:  # ordered by relevance
+            values["data_record_score_"] = row.score
+            values["data_record_normalized_score_"] = row.normalized_score
 
     def __getattr__(self, name):
         """A metadata column: loaded with its window on first use, decoded

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.counts import count_column
-from plone.pgcatalog.database import first_metadata_sql
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
@@ -29,13 +28,17 @@ from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import canonical
 from plone.pgcatalog.query import Fault
+from plone.pgcatalog.query import Ordering
+from plone.pgcatalog.query import Row
 from plone.pgcatalog.query import sort_names
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import Statement
 from plone.pgcatalog.query import top_sql
-from plone.pgcatalog.relevance import normalized
+from plone.pgcatalog.query.page import keyed_count_sql
+from plone.pgcatalog.query.page import ordered_sql
+from plone.pgcatalog.query.page import scored_rows
+from plone.pgcatalog.query.page import scored_sql
 from plone.pgcatalog.relevance import ranked_sql
-from plone.pgcatalog.relevance import scored_sql
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MAX_PAGE
 from plone.pgcatalog.results import MIN_ROWS
@@ -62,11 +65,11 @@ class Catalog:
 
 
 # A select of a search's rows: select(tail, params, counted=False,
-# metadata=False, first=0) selects them in order, ``tail`` (LIMIT, OFFSET)
-# appended; each row is (zoid, path[, score, normalized score]), then the
-# number of matches when *counted*, then the stored metadata when
-# *metadata*, or, with *first*, of the first rows only (None after them).
-Select = Callable[..., list[tuple]]
+# metadata=False, first=0) selects their Rows in order, ``tail`` (LIMIT,
+# OFFSET) appended; with the number of matches when *counted*, with the
+# stored metadata when *metadata*, or, with *first*, that of the first
+# rows only (None after them).
+Select = Callable[..., list[Row]]
 
 
 def refuse_unserved(tool: Any, query: dict) -> None:
@@ -102,16 +105,14 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     try:
         stmt = build(query, defs, lexicons, catalog.path)
     except Fault as fault:
-        if fault.before is None or _any(catalog, fault.before):
+        if fault.before is None or _any(catalog, fault.before.where_sql(), fault.before.params):
             raise fault.error from None
         return LazyCat([])
     if stmt is None:
         return LazyCat([])
     matched = stmt.where_sql()  # ZCatalog's rlen counts rows without a sort key too
-    clauses = len(stmt.where)
-    add_sort(stmt, spec)
-    keyed = " AND ".join(stmt.where[clauses:]) or "true"  # the rows with every sort key
-    where = stmt.where_sql()
+    ordering = add_sort(stmt, spec)
+    where = ordering.where_sql(stmt)  # the rows with every sort key
 
     def count() -> int:
         column = count_column(catalog.tool, where, stmt.params)
@@ -124,7 +125,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     except (TypeError, ValueError, OverflowError) as exc:
         # ZCatalog reads these only once something matched, and gives up
         # on a sorted batch that starts past the matches before it slices
-        if not _any(catalog, stmt) or (spec and _starts_past(catalog, exc, matched, stmt.params)):
+        if not _any(catalog, where, stmt.params) or (
+            spec and _starts_past(catalog, exc, matched, stmt.params)
+        ):
             return LazyCat([])
         raise
     if not spec:
@@ -137,26 +140,17 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if spec and b_size and b_start > 0:
         # ZCatalog takes a batch that starts past the middle of the
         # matches from their end: counting up to 2 * b_start tells
-        rlen, sortable = read(
-            catalog.tool,
-            f"SELECT count(*), count(*) FILTER (WHERE keyed) FROM "
-            f"(SELECT {keyed} AS keyed FROM {ROWS} WHERE {matched} LIMIT %s) AS matched",
-            [*stmt.params, _bounded(2 * b_start)],
-        )[0]
+        rlen, sortable = read(catalog.tool, *keyed_count_sql(stmt, ordering, _bounded(2 * b_start)))[0]
         if b_start > rlen / 2:
             # the matches are all counted: their count is known
             total = rlen if b_start >= rlen else sortable  # (ZCatalog's, as it gives up or sorts)
             b_start, b_size = _window_from_end(b_start, b_size, rlen, sortable)
             limit = b_start + b_size
 
-    if stmt.scored:
-        select = _scored_select(catalog, stmt, where)
+    if ordering.scored:
+        select = _scored_select(catalog, stmt, ordering, where)
     else:
-        # the record id last: a total order, so that windows and batches
-        # are stable (ZCatalog's unsorted results come in record id order too)
-        select = _ordered_select(
-            catalog, where, ", ".join([*stmt.order, stmt.tiebreak]), stmt.params, covered=stmt.covered
-        )
+        select = _ordered_select(catalog, where, ordering.order_sql(), stmt.params, covered=stmt.covered)
 
     if b_size is None:
         return _all_matches(catalog, select)
@@ -167,8 +161,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         size = _bounded(max(0, end - b_start))
         # a page is about to be shown: its metadata comes with its rows
         metadata = 0 < size <= MAX_PAGE
-        if size and not stmt.scored and stmt.walks(offset + size):
-            rows = read(catalog.tool, *top_sql(stmt, offset + size, offset, metadata), generic=True)
+        if size and ordering.walks(offset + size):
+            sql, params = top_sql(stmt, ordering, offset + size, offset, metadata)
+            rows = list(map(Row, read(catalog.tool, sql, params, generic=True)))
         else:
             rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
@@ -190,9 +185,9 @@ def all_records(catalog: Catalog) -> CatalogResults:
     return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", []))
 
 
-def _any(catalog: Catalog, stmt: Statement) -> bool:
-    """Whether *stmt* matches any record."""
-    return bool(select_rows(catalog.tool, "1", f"{stmt.where_sql()} LIMIT 1", stmt.params))
+def _any(catalog: Catalog, where: str, params: list) -> bool:
+    """Whether any record matches *where*."""
+    return bool(select_rows(catalog.tool, "1", f"{where} LIMIT 1", params))
 
 
 def _ordered_select(catalog: Catalog, where: str, order: str, params: list, covered: bool = False) -> Select:
@@ -204,43 +199,26 @@ def _ordered_select(catalog: Catalog, where: str, order: str, params: list, cove
 
     def select(
         tail: str, tail_params: list, counted: bool = False, metadata: bool = False, first: int = 0
-    ) -> list[tuple]:
-        columns, head, count = "zoid, path", [], None
-        if counted:
-            count = count_column(catalog.tool, where, params, window=not covered)
-            columns += f", {count.sql}"
-            head = count.params
-        columns += ", meta" if metadata else ""
-        ordered = f"{where} ORDER BY {order} {tail}"
-        all_params = [*head, *params, *tail_params]
-        if not first:
-            rows = select_rows(catalog.tool, columns, ordered, all_params)
-        else:
-            # the rows leave the subquery in its order, which the numbering keeps
-            rows = read(
-                catalog.tool,
-                f"SELECT s.*, {first_metadata_sql('row_number() OVER ()', first)} "
-                f"FROM (SELECT {columns} FROM {ROWS} WHERE {ordered}) AS s",
-                all_params,
-            )
-        if count is None:
-            return rows
-        if rows:
-            count.remember(rows[0][2], rows[0][3])
-        return [(*row[:3], *row[4:]) for row in rows]  # the generation goes
+    ) -> list[Row]:
+        count = count_column(catalog.tool, where, params, window=not covered) if counted else None
+        sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
+        rows = list(map(Row, read(catalog.tool, sql, all_params)))
+        if count is not None and rows:
+            count.remember(rows[0].count, rows[0].generation)
+        return rows
 
     return select
 
 
-def _scored_select(catalog: Catalog, stmt: Statement, where: str) -> Select:
+def _scored_select(catalog: Catalog, stmt: Statement, ordering: Ordering, where: str) -> Select:
     """A :data:`Select` over the matches in order of their relevance
     (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
     ``data_record_score_`` and ``data_record_normalized_score_``."""
-    head, head_params = ranked_sql(stmt.scored, where, stmt.params, get_pending())
+    head, head_params = ranked_sql(ordering.scored, where, stmt.params, get_pending())
 
     def select(
         tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
-    ) -> list[tuple]:
+    ) -> list[Row]:
         # planning this statement costs as much as running it (the text
         # index is read in several places), and every match is scored
         # whatever the words: the generic plan serves
@@ -250,15 +228,12 @@ def _scored_select(catalog: Catalog, stmt: Statement, where: str) -> Select:
             [*head_params, *params],
             generic=True,
         )
-        return [
-            (zoid, path, *normalized(score, best, stmt.scale), *rest)
-            for zoid, path, score, best, *rest in rows
-        ]
+        return scored_rows(rows, stmt.scale)
 
     return select
 
 
-def _rows(select: Select, offset: int, limit: int) -> list[tuple]:
+def _rows(select: Select, offset: int, limit: int) -> list[Row]:
     """Rows ``offset`` to ``offset + limit`` of *select*."""
     return select("LIMIT %s OFFSET %s", [limit, offset])
 
@@ -275,10 +250,10 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
     instead of two).
     """
     rows = select("LIMIT %s", [MIN_ROWS], counted=True, first=MIN_WINDOW)
-    total = rows[0][-2] if rows else 0
+    total = rows[0].count if rows else 0
     return _results(
         catalog,
-        [(*row[:-2], row[-1]) for row in rows],
+        rows,
         length=total,
         total=total,
         load_rows=partial(_rows_with_metadata, select),
@@ -286,23 +261,20 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
     )
 
 
-def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[tuple[tuple, Any]]:
-    """Rows ``offset`` to ``offset + limit`` of *select*, each paired with
-    its metadata (this transaction's pending metadata wins)."""
-    return _split_metadata(select("LIMIT %s OFFSET %s", [limit, offset], metadata=True))
-
-
-def _split_metadata(rows: list[tuple]) -> list[tuple[tuple, Any]]:
-    """Each of *rows*, which end with their stored metadata, paired with
-    its metadata: this transaction's pending metadata wins, as in
+def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[Row]:
+    """Rows ``offset`` to ``offset + limit`` of *select* with their
+    metadata: this transaction's pending metadata wins, as in
     :func:`~plone.pgcatalog.database.load_metadata`."""
-    pending = pending_metadata(get_pending(), [row[0] for row in rows])
-    return [(row[:-1], pending.get(row[0], row[-1]) or {}) for row in rows]
+    rows = select("LIMIT %s OFFSET %s", [limit, offset], metadata=True)
+    pending = pending_metadata(get_pending(), [row.zoid for row in rows])
+    if not pending:
+        return rows
+    return [row.with_meta(pending[row.zoid]) if row.zoid in pending else row for row in rows]
 
 
-def _results(catalog: Catalog, rows: list[tuple], *, metadata: int = 0, **kw) -> CatalogResults:
-    """Results over *rows*; with *metadata* each row ends with its stored
-    metadata, read for the first *metadata* rows (see :func:`_split_metadata`)."""
+def _results(catalog: Catalog, rows: list[Row], *, metadata: int = 0, **kw) -> CatalogResults:
+    """Results over *rows*, the first *metadata* of which carry their stored
+    metadata (this transaction's pending metadata wins)."""
     tool = catalog.tool
 
     def wrap(brain):
@@ -310,9 +282,9 @@ def _results(catalog: Catalog, rows: list[tuple], *, metadata: int = 0, **kw) ->
 
     loaded = None
     if metadata:
-        split = _split_metadata(rows)
-        rows = [row for row, _ in split]
-        loaded = {position: meta for position, (_, meta) in enumerate(split[:metadata])}
+        first = rows[:metadata]
+        pending = pending_metadata(get_pending(), [row.zoid for row in first])
+        loaded = {position: pending.get(row.zoid, row.meta) or {} for position, row in enumerate(first)}
     return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
 
 
