@@ -16,7 +16,6 @@ puts ``contentFilter`` on the request).
 from collective.collectionfilter.filteritems import get_filter_items
 from collective.collectionfilter.interfaces import IGroupByCriteria
 from helpers import AddonFixture
-from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
@@ -28,7 +27,6 @@ from zope.component.hooks import setSite
 from zope.globalrequest import getRequest
 
 import re
-import transaction
 
 
 FILTER_FIXTURE = AddonFixture(
@@ -78,18 +76,12 @@ class CollectionFilterTest(RestCase):
 
     def setUp(self):
         super().setUp()
-        for site in self.sites:
-            setSite(site)
-            collection = api.content.create(
-                container=site,
-                type="Collection",
-                id="filtered",
-                title="Filtered",
-                query=[{"i": "portal_type", "o": SELECTION, "v": ["Document", "News Item", "Event", "Folder"]}],
-                sort_on="sortable_title",
-            )
-            api.content.transition(obj=collection, transition="publish")
-            transaction.commit()
+        self.add_collection(
+            "filtered",
+            "Filtered",
+            [{"i": "portal_type", "o": SELECTION, "v": ["Document", "News Item", "Event", "Folder"]}],
+            sort_on="sortable_title",
+        )
 
     def groupby(self, site) -> dict:
         """The utility's groupable indexes, learnt from *site*'s catalog

@@ -76,6 +76,18 @@ class RestCase(BothSitesTestCase):
         status = browser.headers["status"]
         return status, self.normalized(site, json.loads(browser.contents))
 
+    def add_collection(self, id: str, title: str, query: list, **options) -> None:
+        """A published Collection *id* at the root of both sites."""
+        for site in self.sites:
+            setSite(site)
+            collection = api.content.create(
+                container=site, type="Collection", id=id, title=title, query=query, **options
+            )
+            api.content.transition(obj=collection, transition="publish")
+            # each site's own commit: CMFCore's indexing queue is processed
+            # with the catalog of the current site
+            transaction.commit()
+
     def normalized(self, site, value):
         """*value* with the site's URL and path made ``<site>``, its UIDs
         made paths and what varies between the builds left out."""
@@ -240,25 +252,17 @@ class QuerystringSearchTest(RestCase):
 class CollectionTest(RestCase):
     def setUp(self):
         super().setUp()
-        for site in self.sites:
-            setSite(site)
-            collection = api.content.create(
-                container=site,
-                type="Collection",
-                id="recent",
-                title="Recent pages and events",
-                query=[
-                    {"i": "portal_type", "o": SELECTION, "v": ["Document", "Event", "Collection"]},
-                    {"i": "review_state", "o": SELECTION, "v": ["published", "pending"]},
-                ],
-                sort_on="sortable_title",
-                sort_reversed=True,
-                limit=12,
-            )
-            api.content.transition(obj=collection, transition="publish")
-            # each site's own commit: CMFCore's indexing queue is processed
-            # with the catalog of the current site
-            transaction.commit()
+        self.add_collection(
+            "recent",
+            "Recent pages and events",
+            [
+                {"i": "portal_type", "o": SELECTION, "v": ["Document", "Event", "Collection"]},
+                {"i": "review_state", "o": SELECTION, "v": ["published", "pending"]},
+            ],
+            sort_on="sortable_title",
+            sort_reversed=True,
+            limit=12,
+        )
 
     def results(self, site, **kw) -> list[str]:
         setSite(site)
