@@ -8,8 +8,10 @@ and listing, the medians of plone.pgcatalog and of ZCatalog on
 RelStorage, their ratio, and what PostgreSQL did for plone.pgcatalog's
 statements once the phase was over (heap fetches of index-only scans,
 planning and execution time: ``floor.plan_facts``); per phase, how
-``object_state`` stood before and after it (all-visible pages, dead rows,
-vacuums and analyzes: ``floor.table_state``).  ``--vacuum`` says what ran
+``object_state`` stood before and after it (dead rows, changes since the
+last ANALYZE, vacuums and analyzes: ``floor.table_state``; its all-visible
+pages are ``pg_class``'s, counted by the last VACUUM or ANALYZE: the heap
+fetches tell what writes since have cleared).  ``--vacuum`` says what ran
 between the writes and the reads.
 """
 
@@ -34,7 +36,8 @@ def _table_line(name: str, state: dict | None) -> str:
         t = state.get(when) or {}
         if t:
             parts.append(
-                f"{when}: {t['relallvisible']}/{t['relpages']} pages all-visible, {t['n_dead_tup']} dead rows, "
+                f"{when}: {t['relallvisible']}/{t['relpages']} pages all-visible at the last VACUUM or ANALYZE, "
+                f"{t['n_dead_tup']} dead rows, "
                 f"{t['n_mod_since_analyze']} changes since ANALYZE, vacuums {t['vacuum_count']}+{t['autovacuum_count']} "
                 f"(by hand + auto), analyzes {t['analyze_count']}+{t['autoanalyze_count']}"
             )
