@@ -66,7 +66,7 @@ def tables(results: dict) -> str:
             out.append("|---|---|---|---|---|---|---|")
             plans = timings.get("plans", {})
             for scenario, variants in timings.items():
-                if scenario in ("plans", "table", "writes_ms") or not isinstance(variants, dict):
+                if scenario in ("plans", "table", "writes_ms", "prepared") or not isinstance(variants, dict):
                     continue
                 for variant in ("bare", "listing"):
                     ours = variants[variant]["median"]
@@ -79,6 +79,13 @@ def tables(results: dict) -> str:
                         f"{facts.get('execution_ms', 0):.2f} |"
                     )
             out.append("")
+            prepared = timings.get("prepared")
+            if prepared:
+                out.append(
+                    f"- prepared statements on the searches' connection: {prepared['statements']}, "
+                    f"{prepared['generic_plans']} executions with a generic plan, {prepared['custom_plans']} "
+                    f"with a custom one (planned each time); {prepared['mostly_custom']} statements mostly custom"
+                )
             for backend, state in (("pgcatalog", timings.get("table")), ("RelStorage", rs_phases.get(name, {}).get("table"))):
                 line = _table_line(backend, state)
                 if line:

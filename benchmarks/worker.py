@@ -179,8 +179,31 @@ class Worker:
         if dsn:
             timings["table"] = {"before": before, "after": table_state(dsn)}
         if self.backend == "pgcatalog":
+            timings["prepared"] = self.prepared_plans()
             timings["plans"] = self.plan_phase()
         return timings
+
+    def prepared_plans(self) -> dict:
+        """How PostgreSQL planned the statements prepared on the storage
+        connection the searches ran on (``pg_prepared_statements``, after
+        the phase): a generic plan is made once and reused, a custom plan
+        is made at every execution."""
+        from psycopg.rows import tuple_row
+
+        conn = self.app._p_jar._storage._ensure_conn()  # zodb-pgjsonb's instance connection
+        cur = conn.cursor(row_factory=tuple_row)
+        rows = cur.execute(
+            "SELECT count(*), coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0), "
+            "count(*) FILTER (WHERE custom_plans > generic_plans) FROM pg_prepared_statements"
+        ).fetchone()
+        custom = cur.execute(
+            "SELECT left(regexp_replace(statement, '\\s+', ' ', 'g'), 160), generic_plans, custom_plans "
+            "FROM pg_prepared_statements WHERE custom_plans > generic_plans ORDER BY custom_plans DESC"
+        ).fetchall()
+        transaction.abort()
+        found = dict(zip(("statements", "generic_plans", "custom_plans", "mostly_custom"), map(int, rows), strict=True))
+        found["custom"] = [list(row) for row in custom]
+        return found
 
     def as_user(self, scenario) -> None:
         """End the previous 'request' and become the scenario's user."""
