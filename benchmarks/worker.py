@@ -197,7 +197,7 @@ class Worker:
             "count(*) FILTER (WHERE custom_plans > generic_plans) FROM pg_prepared_statements"
         ).fetchone()
         custom = cur.execute(
-            "SELECT left(regexp_replace(statement, '\\s+', ' ', 'g'), 160), generic_plans, custom_plans "
+            "SELECT regexp_replace(statement, '\\s+', ' ', 'g'), generic_plans, custom_plans "
             "FROM pg_prepared_statements WHERE custom_plans > generic_plans ORDER BY custom_plans DESC"
         ).fetchall()
         transaction.abort()
