@@ -66,7 +66,9 @@ def tables(results: dict) -> str:
             out.append("|---|---|---|---|---|---|---|")
             plans = timings.get("plans", {})
             for scenario, variants in timings.items():
-                if scenario in ("plans", "table", "writes_ms", "prepared") or not isinstance(variants, dict):
+                if scenario in ("plans", "table", "writes_ms", "prepared", "python_before_sql_us"):
+                    continue
+                if not isinstance(variants, dict):
                     continue
                 for variant in ("bare", "listing"):
                     ours = variants[variant]["median"]
@@ -79,6 +81,12 @@ def tables(results: dict) -> str:
                         f"{facts.get('execution_ms', 0):.2f} |"
                     )
             out.append("")
+            python = timings.get("python_before_sql_us")
+            if python:
+                out.append(
+                    "- catalog's Python before its first statement, a repeated query (µs, median): "
+                    + ", ".join(f"{name} {us:.0f}" for name, us in python.items() if us is not None)
+                )
             prepared = timings.get("prepared")
             if prepared:
                 out.append(

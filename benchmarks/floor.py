@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from measure import time_repeated
 
 import psycopg
+import time
 
 
 Statement = tuple[str, list, bool]  # sql, params, generic plan
@@ -126,3 +127,26 @@ def table_state(dsn: str) -> dict:
         cur = conn.execute(TABLE_STATE)
         row = cur.fetchone()
         return dict(zip([c.name for c in cur.description], row, strict=True)) if row else {}
+
+
+@contextmanager
+def first_statement_times() -> Iterator[list[float]]:
+    """Inside the ``with`` block, the ``perf_counter()`` at which each
+    search first sends a statement: the caller appends ``None`` before each
+    search, the first statement it sends replaces it.  What the catalog's
+    Python costs before the database works."""
+    from plone.pgcatalog import database
+
+    sent: list[float] = []
+    original = database.fetch
+
+    def fetch(context, sql: str, params, **options) -> list[tuple]:
+        if sent and sent[-1] is None:
+            sent[-1] = time.perf_counter()
+        return original(context, sql, params, **options)
+
+    database.fetch = fetch
+    try:
+        yield sent
+    finally:
+        database.fetch = original
