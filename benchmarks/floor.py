@@ -12,6 +12,7 @@ sides execute the same plan.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
 from measure import time_repeated
@@ -24,22 +25,35 @@ Statement = tuple[str, list, bool]  # sql, params, generic plan
 
 
 @contextmanager
-def capture_sql() -> Iterator[list[Statement]]:
-    """Record the statements the catalog runs inside the ``with`` block."""
+def watching_sql(watch: Callable[[str, list, dict], object]) -> Iterator[None]:
+    """Inside the ``with`` block, call *watch* with each ``(sql, params,
+    options)`` the catalog tool sends, before it is sent (it wraps
+    ``plone.pgcatalog.database.fetch``, through which all its reads go)."""
     from plone.pgcatalog import database
 
-    captured: list[Statement] = []
     original = database.fetch
 
     def fetch(context, sql: str, params, **options) -> list[tuple]:
-        captured.append((sql, list(params), options.get("generic", False)))
+        watch(sql, params, options)
         return original(context, sql, params, **options)
 
     database.fetch = fetch
     try:
-        yield captured
+        yield
     finally:
         database.fetch = original
+
+
+@contextmanager
+def capture_sql() -> Iterator[list[Statement]]:
+    """Record the statements the catalog runs inside the ``with`` block."""
+    captured: list[Statement] = []
+
+    def record(sql: str, params, options: dict) -> None:
+        captured.append((sql, list(params), options.get("generic", False)))
+
+    with watching_sql(record):
+        yield captured
 
 
 def run_statements(conns: dict[bool, psycopg.Connection], statements: list[Statement]) -> int:
@@ -130,23 +144,16 @@ def table_state(dsn: str) -> dict:
 
 
 @contextmanager
-def first_statement_times() -> Iterator[list[float]]:
+def first_statement_times() -> Iterator[list[float | None]]:
     """Inside the ``with`` block, the ``perf_counter()`` at which each
     search first sends a statement: the caller appends ``None`` before each
     search, the first statement it sends replaces it.  What the catalog's
     Python costs before the database works."""
-    from plone.pgcatalog import database
+    sent: list[float | None] = []
 
-    sent: list[float] = []
-    original = database.fetch
-
-    def fetch(context, sql: str, params, **options) -> list[tuple]:
+    def stamp(sql: str, params, options: dict) -> None:
         if sent and sent[-1] is None:
             sent[-1] = time.perf_counter()
-        return original(context, sql, params, **options)
 
-    database.fetch = fetch
-    try:
+    with watching_sql(stamp):
         yield sent
-    finally:
-        database.fetch = original

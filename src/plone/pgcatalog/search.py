@@ -263,9 +263,14 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
 
 def _rows_with_metadata(select: Select, offset: int, limit: int) -> list[Row]:
     """Rows ``offset`` to ``offset + limit`` of *select* with their
-    metadata: this transaction's pending metadata wins, as in
+    metadata (:func:`_pending_wins`)."""
+    return _pending_wins(select("LIMIT %s OFFSET %s", [limit, offset], metadata=True))
+
+
+def _pending_wins(rows: list[Row]) -> list[Row]:
+    """*rows*, whose stored metadata they carry, with this transaction's
+    pending metadata instead where it has some, as in
     :func:`~plone.pgcatalog.database.load_metadata`."""
-    rows = select("LIMIT %s OFFSET %s", [limit, offset], metadata=True)
     pending = pending_metadata(get_pending(), [row.zoid for row in rows])
     if not pending:
         return rows
@@ -282,9 +287,7 @@ def _results(catalog: Catalog, rows: list[Row], *, metadata: int = 0, **kw) -> C
 
     loaded = None
     if metadata:
-        first = rows[:metadata]
-        pending = pending_metadata(get_pending(), [row.zoid for row in first])
-        loaded = {position: pending.get(row.zoid, row.meta) or {} for position, row in enumerate(first)}
+        loaded = {position: row.meta or {} for position, row in enumerate(_pending_wins(rows[:metadata]))}
     return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
 
 

@@ -197,18 +197,16 @@ def scored_sql(tail: str, counted: bool = False, metadata: bool = False, first: 
     (LIMIT, OFFSET) applies to the matches."""
     counts = "count(*) OVER (), NULL" if counted else _NO_COUNT
     columns = f"zoid, path, score, max(score) OVER (), {counts}"
-    sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+    order, outer = "score DESC, zoid DESC", "s.score DESC, s.zoid DESC"
+    if not (first or metadata):
+        return f"SELECT {columns}, {_NO_META} FROM pgcatalog_scored ORDER BY {order} {tail}"
+    sql = f"SELECT {columns} FROM pgcatalog_scored ORDER BY {order} {tail}"
     if first:
         return (
-            f"SELECT s.*, {first_metadata_sql('row_number() OVER (ORDER BY s.score DESC, s.zoid DESC)', first)} "
-            f"FROM ({sql}) AS s ORDER BY s.score DESC, s.zoid DESC"
+            f"SELECT s.*, {first_metadata_sql(f'row_number() OVER (ORDER BY {outer})', first)} "
+            f"FROM ({sql}) AS s ORDER BY {outer}"
         )
-    if metadata:
-        return (
-            f"SELECT s.*, o.meta FROM ({sql}) AS s LEFT JOIN object_state o ON o.zoid = s.zoid"
-            " ORDER BY s.score DESC, s.zoid DESC"
-        )
-    return f"SELECT {columns}, {_NO_META} FROM pgcatalog_scored ORDER BY score DESC, zoid DESC {tail}"
+    return f"SELECT s.*, o.meta FROM ({sql}) AS s LEFT JOIN object_state o ON o.zoid = s.zoid ORDER BY {outer}"
 
 
 def scored_rows(rows: list[tuple], scale: tuple[int, int]) -> list[Row]:
