@@ -66,22 +66,122 @@ class CountsTest(CatalogTestCase):
         api.content.delete(obj=self.folder["d0"])
         transaction.commit()
         self.assertEqual(self.lengths(), [5, 5, 5])
-        # a reindex that leaves the type alone changes the catalog all the same
+        # a new title changes the sort key, not the type
         self.falsify(999)
         self.folder["d1"].title = "Changed"
         self.folder["d1"].reindexObject()
         transaction.commit()
-        self.assertEqual(self.lengths(), [5, 5, 5])
+        self.assertEqual(self.lengths(), [5, 999, 5])
 
-    def test_the_counter_row_written_anew_counts_again(self):
-        # a database restored from a copy, or a test's snapshot put back:
-        # the same counter value, written by another transaction
+    def test_a_count_stands_while_what_it_reads_is_unchanged(self):
+        queries = {
+            "type": {"portal_type": "Document"},
+            # sorted: without sort_on, text matches are scored, and counted with it
+            "title": {"Title": "Doc", "sort_on": "created"},
+            "text": {"SearchableText": "Doc", "sort_on": "created"},
+            "children": {"path": {"query": "/plone/counted", "depth": 1}},
+            "published": {"portal_type": "Document", "review_state": "published"},
+            "cataloged": {},  # searchAll: every row
+        }
+
+        def lengths():
+            found = {name: len(self.catalog(**query)) for name, query in queries.items() if query}
+            found["cataloged"] = len(self.catalog.searchAll())
+            return found
+
+        self.portal.portal_workflow.setChainForPortalTypes(("Document",), "simple_publication_workflow")
+        self.portal.portal_workflow.updateRoleMappings()
+        for doc in self.folder.objectValues():
+            doc.reindexObject()  # private now
+        transaction.commit()
+        self.assertEqual(
+            lengths(), {"type": 5, "title": 5, "text": 5, "children": 5, "published": 0, "cataloged": 7}
+        )
+
+        # an edit: the title, the text and the modification date
+        self.falsify(999)
+        self.folder["d1"].title = "Changed"
+        self.folder["d1"].reindexObject()
+        transaction.commit()
+        # (a search that finds nothing knows its count: nothing to remember)
+        self.assertEqual(
+            lengths(), {"type": 999, "title": 4, "text": 4, "children": 999, "published": 0, "cataloged": 999}
+        )
+
+        # a rename: the path (and the id)
+        self.falsify(999)
+        api.content.rename(obj=self.folder["d2"], new_id="renamed")
+        transaction.commit()
+        self.assertEqual(  # (Plone's SearchableText holds the id)
+            lengths(), {"type": 999, "title": 999, "text": 4, "children": 5, "published": 0, "cataloged": 999}
+        )
+
+        # a workflow transition: the state and the security terms every
+        # search but a Manager's unrestricted one reads
+        self.falsify(999)
+        api.content.transition(obj=self.folder["d3"], transition="publish")
+        transaction.commit()
+        self.assertEqual(
+            lengths(), {"type": 5, "title": 4, "text": 4, "children": 5, "published": 1, "cataloged": 999}
+        )
+
+        # an item cataloged or uncataloged: every count
+        self.falsify(999)
+        self.catalog.unindexObject(self.folder["d4"])
+        transaction.commit()
+        self.assertEqual(
+            lengths(), {"type": 4, "title": 3, "text": 3, "children": 4, "published": 1, "cataloged": 6}
+        )
+
+    def test_the_stamps_name_their_transaction(self):
+        # a database restored from a copy, or a test's snapshot put back,
+        # brings the stamps of the content it holds; a stamp of a later
+        # commit names that commit, so none passes for other content
+        def stamp(name):
+            with psycopg.connect(storage_dsn(self.catalog)) as conn:
+                return conn.execute(
+                    "SELECT value, stamps->>%s FROM pgcatalog_counter WHERE id = 1", (name,)
+                ).fetchone()
+
+        stamps = []
+        for title in ("One", "Two"):
+            self.folder["d1"].title = title
+            self.folder["d1"].reindexObject()
+            transaction.commit()
+            value, title_stamp = stamp("Title")
+            self.assertEqual(title_stamp.split(".")[0], str(value))
+            self.assertNotEqual(stamp("portal_type")[1], title_stamp)
+            stamps.append(title_stamp)
+        self.assertNotEqual(stamps[0].split(".")[1], stamps[1].split(".")[1])
+        # the counter row written anew with the same stamps: the same content
         self.assertEqual(self.lengths(), [5, 5, 5])
         self.falsify(999)
         with psycopg.connect(storage_dsn(self.catalog), autocommit=True) as conn:
             conn.execute("UPDATE pgcatalog_counter SET value = value WHERE id = 1")
-        transaction.begin()  # a snapshot that sees it
-        self.assertEqual(self.lengths(), [5, 5, 5])
+        transaction.begin()
+        self.assertEqual(self.lengths(), [999, 999, 999])
+
+    def test_a_row_written_by_hand_is_noted(self):
+        # whoever writes a row (a commit, an undo, SQL by hand) notes what
+        # it changed, for the commit's stamps (test_undo counts after an undo)
+        with psycopg.connect(storage_dsn(self.catalog)) as conn:
+            zoid = conn.execute("SELECT zoid FROM object_state WHERE path LIKE '%%/counted/d1'").fetchone()[0]
+
+            def noted(sql):
+                conn.execute("SELECT set_config('pgcatalog.changed', '', true)")
+                conn.execute(sql, (zoid,))
+                found = conn.execute("SELECT current_setting('pgcatalog.changed')").fetchone()[0]
+                conn.rollback()
+                return sorted(found.split())
+
+            self.assertEqual(
+                noted("""UPDATE object_state SET idx = idx || '{"Title": "x", "getId": "y"}' WHERE zoid = %s"""),
+                ["Title", "getId"],
+            )
+            self.assertEqual(noted("UPDATE object_state SET idx = idx - 'getId' WHERE zoid = %s"), ["getId"])
+            self.assertEqual(noted("UPDATE object_state SET path = path || 'x' WHERE zoid = %s"), ["@path"])
+            self.assertEqual(noted("UPDATE object_state SET meta = meta WHERE zoid = %s"), [])
+            self.assertEqual(noted("UPDATE object_state SET idx = NULL WHERE zoid = %s"), ["#"])
 
     def test_pending_changes_are_counted_and_not_remembered(self):
         self.assertEqual(self.lengths(), [5, 5, 5])

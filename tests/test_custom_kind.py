@@ -3,6 +3,7 @@
 from helpers import CatalogTestCase
 from helpers import relpaths
 from plone import api
+from plone.pgcatalog import counts
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.interfaces import IIndexKind
 from plone.pgcatalog.registry import index_def_from_zcatalog
@@ -82,6 +83,25 @@ class CustomKindTest(CatalogTestCase):
         self.assertEqual(self.find(title_length=9), ["/short"])  # in the transaction
         transaction.commit()
         self.assertEqual(self.find(title_length=9), ["/short"])
+
+    def test_a_count_over_a_custom_kind_is_made_after_any_change(self):
+        # its SQL may read anything: no change leaves its count standing
+        self.catalog.addIndex("title_length", "TitleLengthIndex")
+        for name, title in (("short", "Abc"), ("five", "Fives")):
+            doc = api.content.create(container=self.portal, type="Document", id=name, title=title)
+            doc.setSubject(["one"])  # (a first value decides a new index's kind: a schema change)
+            doc.reindexObject(idxs=["Subject"])
+        transaction.commit()
+        counts._counts.clear()
+        custom = {"title_length": {"query": 3, "range": "min"}, "portal_type": "Document"}
+        self.assertEqual([len(self.catalog(**custom)), len(self.catalog(portal_type="Document"))], [2, 2])
+        for key, (generation, _) in list(counts._counts.items()):
+            counts._counts[key] = (generation, 999)
+        self.portal["five"].setSubject(["other"])
+        self.portal["five"].reindexObject(idxs=["Subject"])
+        transaction.commit()
+        self.assertEqual([len(self.catalog(**custom)), len(self.catalog(portal_type="Document"))], [2, 999])
+        counts._counts.clear()
 
     def test_install_carries_a_custom_index_over(self):
         class StockIndex:  # what install reads from a ZCatalog index object

@@ -248,7 +248,7 @@ class UpgradeTest(unittest.TestCase):
         transaction.commit()
         setup, profile = portal.portal_setup, "plone.pgcatalog:default"
         installer = get_installer(portal, self.layer["request"])
-        self.assertEqual(setup.getLastVersionForProfile(profile), ("5",))
+        self.assertEqual(setup.getLastVersionForProfile(profile), (str(SCHEMA_VERSION),))
         self.assertFalse(installer.upgrade_info("plone.pgcatalog")["required"])
         with psycopg.connect(storage_dsn(portal), autocommit=True) as conn:
             self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
@@ -262,7 +262,7 @@ class UpgradeTest(unittest.TestCase):
         self.assertTrue(info["required"] and info["available"])
         self.assertTrue(installer.upgrade_product("plone.pgcatalog"))  # the panel's button
         transaction.commit()
-        self.assertEqual(setup.getLastVersionForProfile(profile), ("5",))
+        self.assertEqual(setup.getLastVersionForProfile(profile), (str(SCHEMA_VERSION),))
         self.assertFalse(installer.upgrade_info("plone.pgcatalog")["required"])
         with psycopg.connect(storage_dsn(portal)) as conn:
             self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
@@ -363,7 +363,7 @@ class UpgradeTest(unittest.TestCase):
         self.assertTrue(installer.upgrade_product("plone.pgcatalog"))
         transaction.commit()
         self.assertTrue(tool._pgc_typed)
-        self.assertEqual(setup.getLastVersionForProfile(profile), ("5",))
+        self.assertEqual(setup.getLastVersionForProfile(profile), (str(SCHEMA_VERSION),))
         with psycopg.connect(dsn) as conn:
             self.assertEqual(conn.execute(filled).fetchone(), (len(tool),))
             differs = " OR ".join(f"{t.name} IS DISTINCT FROM {t.value_sql('idx')}" for t in TYPED)

@@ -9,27 +9,35 @@ collection, a portlet), so each process remembers the counts it has made,
 with the catalog's *generation* they were made at, and a count is made
 again only when the catalog has changed since.
 
-The generation is ``pgcatalog_counter`` (the commit of every catalog
-change bumps it, an undo too) with the transaction id that last wrote it:
-a database restored from a copy, or a test's snapshot put back, writes
-that row anew, so an old value of the counter never passes for the rows it
-once counted.  The check is part of the statement that needs the count,
-read in its snapshot: the statement reads the cached number when the
-generation is the one it was made at, and counts otherwise (PostgreSQL
-evaluates the subquery only on that branch).  A transaction with pending
-catalog changes reads its own rows: it counts, and remembers nothing.
+A write that cannot change a count leaves it standing: an editor's new
+title changes no count of a type's items.  The commit of every catalog
+change stamps what it changed (``schema.NOTE_CHANGES``: the ``idx`` keys,
+the path, the own columns, or "a row entered or left the catalog"), each
+stamp the new value of ``pgcatalog_counter`` with the transaction's id, so
+no stamp ever comes back for other content: not after a database is
+restored from a copy, nor when a test's snapshot is put back.  A count's
+*generation* is the stamps of what its statement reads
+(``Statement.reads``, ``Ordering.reads``) and of the catalog's rows coming
+and going; an add-on's index kind, whose SQL may read anything, counts
+after any change (``*``).  The check is part of the statement that needs
+the count, read in its snapshot: the statement reads the cached number
+when the generation is the one it was made at, and counts otherwise
+(PostgreSQL evaluates the subquery only on that branch).  A transaction
+with pending catalog changes reads its own rows: it counts, and remembers
+nothing.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.database import site_path
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import get_pending
-from plone.pgcatalog.schema import GENERATION
+from plone.pgcatalog.schema import generation_sql
 from plone.pgcatalog.schema import ROWS
 from typing import Any
 
@@ -66,9 +74,12 @@ class Count:
                 _counts.popitem(last=False)
 
 
-def count_column(catalog: Any, where: str, params: list, window: bool = False) -> Count:
+def count_column(
+    catalog: Any, where: str, params: list, reads: Iterable[str], window: bool = False
+) -> Count:
     """The count of ``ROWS WHERE where`` as a column of a statement over
-    the catalog rows of tool *catalog*, with the generation after it.
+    the catalog rows of tool *catalog*, with the generation after it (of
+    what *where* reads: :attr:`IndexDef.changes <plone.pgcatalog.registry.IndexDef.changes>`).
     Where no count is remembered the statement counts in a subquery or,
     with *window*, in a window over the matches it reads anyway."""
     subquery = f"(SELECT count(*) FROM {ROWS} WHERE {where})"
@@ -79,14 +90,15 @@ def count_column(catalog: Any, where: str, params: list, window: bool = False) -
         key = _key(storage_dsn(catalog), site_path(catalog), where, params)
     if key is None:
         return Count(f"{counting}, NULL::text", counting_params, None)
+    generation = generation_sql(reads)
     with _lock:
         known = _counts.get(key)
     if known is None:
-        return Count(f"{counting}, {GENERATION}", counting_params, key)
-    generation, number = known
+        return Count(f"{counting}, {generation}", counting_params, key)
+    stamp, number = known
     return Count(
-        f"CASE WHEN {GENERATION} = %s THEN %s::bigint ELSE {subquery} END, {GENERATION}",
-        [generation, number, *params],
+        f"CASE WHEN {generation} = %s THEN %s::bigint ELSE {subquery} END, {generation}",
+        [stamp, number, *params],
         key,
     )
 

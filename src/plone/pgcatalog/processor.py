@@ -26,6 +26,7 @@ from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import BUMP_COUNTER
 from plone.pgcatalog.schema import FOLD_WORDS_NOW
+from plone.pgcatalog.schema import NOTE_EVERYTHING
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
@@ -141,6 +142,7 @@ class CatalogStateProcessor:
         catalog already (rows it deletes, states it restores): it counts
         as a catalog change (``getCounter``, :mod:`~plone.pgcatalog.counts`)."""
         schedule(transaction.get(), plan_repair(cursor, restored, entries))
+        cursor.execute(NOTE_EVERYTHING)
         cursor.execute(BUMP_COUNTER)
 
     def finalize(self, cursor) -> None:
@@ -152,6 +154,7 @@ class CatalogStateProcessor:
             # PostgreSQL alters no table with trigger events pending: the text
             # statistics' deferred ones fire now (their sum so far goes in)
             cursor.execute(FOLD_WORDS_NOW)
+            cursor.execute(NOTE_EVERYTHING)  # new indexes, or a rebuild's
         for statement in pending.ddl:
             try:
                 cursor.execute(statement)

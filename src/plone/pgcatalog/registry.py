@@ -203,6 +203,18 @@ class IndexDef:
         return OWN_COLUMNS.get((self.kind, self.name))
 
     @property
+    def changes(self) -> str:
+        """What the catalog's change stamps call a change of what this
+        index's clauses read (``schema.NOTE_CHANGES``; :mod:`~plone.pgcatalog.counts`):
+        its ``idx`` key, its own column, the path columns, or, for an
+        add-on's kind, whose SQL may read anything, any change (``*``)."""
+        if self.kind == PATH:
+            return "@path"
+        if self.column is not None:
+            return f"@{self.column}"
+        return self.name if self.kind in KINDS else "*"
+
+    @property
     def key(self) -> str:
         """The index name as an SQL literal, for ``idx->'name'``."""
         return name_literal(self.name)

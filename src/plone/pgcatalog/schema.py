@@ -17,6 +17,7 @@ and statistics on every expression give the planner real row counts.
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
+from collections.abc import Iterable
 from typing import Any
 from plone.pgcatalog.row import column_ddl
 
@@ -34,7 +35,9 @@ __all__ = [
     "catalog_installed",
     "CATALOG_ROWS",
     "BUMP_COUNTER",
-    "GENERATION",
+    "CHANGE_TRIGGERS",
+    "NOTE_EVERYTHING",
+    "generation_sql",
     "WORD_TRIGGERS",
     "FOLD_WORDS_NOW",
     "HOT_KEYS_INDEX",
@@ -50,7 +53,7 @@ __all__ = [
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
@@ -58,7 +61,9 @@ filled and searches read them (``row.TYPED``); 4: one row of text
 statistics per index, to which each transaction adds its changes at commit
 (the run-time role needs UPDATE on ``pgcatalog_text_stats``: grant it
 again); 5: rows keep only the word frequencies their tsvectors do not
-tell (``pgcatalog_frequency``), compacted by the upgrade."""
+tell (``pgcatalog_frequency``), compacted by the upgrade; 6: commits stamp
+what they changed, and counts stand while what they read is unchanged
+(``NOTE_CHANGES``, applied when Zope starts)."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -97,12 +102,14 @@ CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE path IS N
 CREATE INDEX IF NOT EXISTS pgcatalog_parent ON object_state (parent_path, path_depth) WHERE parent_path IS NOT NULL;
 CREATE TABLE IF NOT EXISTS pgcatalog_counter (id INTEGER PRIMARY KEY, value BIGINT NOT NULL);
 INSERT INTO pgcatalog_counter VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+ALTER TABLE pgcatalog_counter ADD COLUMN IF NOT EXISTS stamps JSONB NOT NULL DEFAULT '{{}}';
 CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (searchable_text)
     WHERE searchable_text IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
 {HOT_KEYS_INDEX};
-{TEXT_STATISTICS}"""
+{TEXT_STATISTICS}
+{NOTE_CHANGES}"""
 
 
 # One B-tree holds every hot key (registry.HOT_KEYS) and the path: a type's
@@ -235,13 +242,88 @@ RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 """
 
-BUMP_COUNTER = "UPDATE pgcatalog_counter SET value = value + 1 WHERE id = 1"
-"""Once per transaction that changes the catalog: ZCatalog's ``getCounter``."""
+# What a transaction changed of what searches read, for the counts that
+# survive the others (counts.py): each row written notes, in a setting
+# local to the transaction (no row version per change), the names of what
+# changed (IndexDef.changes: an idx key, "@path", "@searchable_text",
+# "@object_provides"), or "#" where a row enters or leaves the catalog
+# (every count may change).  The commit stamps them (BUMP_COUNTER).
+NOTE_CHANGES = """
+CREATE OR REPLACE FUNCTION pgcatalog_note_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    noted text[] := string_to_array(NULLIF(current_setting('pgcatalog.changed', true), ''), ' ');
+    changed text[];
+BEGIN
+    IF '#' = ANY(noted) THEN
+        RETURN NULL;  -- every count is made again anyway
+    ELSIF TG_OP <> 'UPDATE' OR (OLD.idx IS NULL) <> (NEW.idx IS NULL) THEN
+        changed := ARRAY['#'];
+    ELSIF NEW.idx IS NULL THEN
+        RETURN NULL;  -- not cataloged: no search reads it
+    ELSE
+        SELECT array_agg(COALESCE(n.key, o.key)) INTO changed
+          FROM jsonb_each(NEW.idx) AS n FULL JOIN jsonb_each(OLD.idx) AS o ON o.key = n.key
+         WHERE n.value IS DISTINCT FROM o.value;
+        IF OLD.path IS DISTINCT FROM NEW.path THEN
+            changed := changed || '@path'::text;
+        END IF;
+        IF OLD.searchable_text IS DISTINCT FROM NEW.searchable_text THEN
+            changed := changed || '@searchable_text'::text;
+        END IF;
+        IF OLD.object_provides IS DISTINCT FROM NEW.object_provides THEN
+            changed := changed || '@object_provides'::text;
+        END IF;
+    END IF;
+    PERFORM set_config('pgcatalog.changed',
+                       array_to_string(ARRAY(SELECT DISTINCT unnest(noted || changed)), ' '), true);
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER pgcatalog_rows_added AFTER INSERT ON object_state
+    FOR EACH ROW WHEN (NEW.idx IS NOT NULL) EXECUTE FUNCTION pgcatalog_note_changes();
+CREATE OR REPLACE TRIGGER pgcatalog_rows_changed AFTER UPDATE ON object_state
+    FOR EACH ROW WHEN (OLD.idx IS DISTINCT FROM NEW.idx OR OLD.path IS DISTINCT FROM NEW.path
+                       OR OLD.searchable_text IS DISTINCT FROM NEW.searchable_text
+                       OR OLD.object_provides IS DISTINCT FROM NEW.object_provides)
+    EXECUTE FUNCTION pgcatalog_note_changes();
+CREATE OR REPLACE TRIGGER pgcatalog_rows_removed AFTER DELETE ON object_state
+    FOR EACH ROW WHEN (OLD.idx IS NOT NULL) EXECUTE FUNCTION pgcatalog_note_changes();
+"""
 
-GENERATION = "(SELECT value || '.' || xmin FROM pgcatalog_counter WHERE id = 1)"
-"""The catalog's generation (SQL, text): the counter with the transaction
-that last wrote it.  Unlike the counter alone it never comes back: a
-database restored from a copy writes that row anew."""
+CHANGE_TRIGGERS = ("pgcatalog_rows_added", "pgcatalog_rows_changed", "pgcatalog_rows_removed")
+"""The triggers on ``object_state`` that note what a transaction changed."""
+
+NOTE_EVERYTHING = "SELECT set_config('pgcatalog.changed', '#', true)"
+"""Before :data:`BUMP_COUNTER`: every count is to be made again (an undo,
+a rebuild, new indexes)."""
+
+BUMP_COUNTER = """UPDATE pgcatalog_counter
+SET value = value + 1,
+    stamps = stamps || (
+        SELECT jsonb_object_agg(name, (value + 1) || '.' || pg_current_xact_id())
+        FROM unnest(string_to_array('* ' || COALESCE(current_setting('pgcatalog.changed', true), ''), ' ')) AS name
+        WHERE name <> '')
+WHERE id = 1
+RETURNING set_config('pgcatalog.changed', '', true)"""
+"""Once per transaction that changes the catalog: ZCatalog's ``getCounter``,
+and the stamps of what it changed (:data:`NOTE_CHANGES`; ``*``: anything),
+each the new counter value and the transaction's id.  No two transactions
+write the same stamp, and a database restored from a copy, or a test's
+snapshot put back, gives its stamps the content they stamped."""
+
+
+def generation_sql(reads: Iterable[str]) -> str:
+    """The catalog's generation (SQL, text) as a count of matches of a
+    statement that reads *reads* (:attr:`IndexDef.changes
+    <plone.pgcatalog.registry.IndexDef.changes>`) sees it: the stamps of
+    what it reads and of the rows that entered or left the catalog.  A
+    write that changes none of it leaves the generation as it was."""
+    names = ", ".join(f"stamps->{_literal(name)}" for name in sorted({"#", *reads}))
+    return f"(SELECT jsonb_build_array({names})::text FROM pgcatalog_counter WHERE id = 1)"
+
+
+def _literal(name: str) -> str:
+    """*name* (an index name or one of the stamps' own names) as an SQL literal."""
+    return r.name_literal(name) if name[0] not in "#@*" else "'" + name.replace("'", "''") + "'"
 
 
 def type_expression(typed: bool) -> str:

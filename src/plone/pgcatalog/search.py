@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -113,9 +114,10 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     matched = stmt.where_sql()  # ZCatalog's rlen counts rows without a sort key too
     ordering = add_sort(stmt, spec)
     where = ordering.where_sql(stmt)  # the rows with every sort key
+    reads = stmt.reads | ordering.reads
 
     def count() -> int:
-        column = count_column(catalog.tool, where, stmt.params)
+        column = count_column(catalog.tool, where, stmt.params, reads)
         number, generation = read(catalog.tool, f"SELECT {column.sql}", column.params)[0]
         column.remember(number, generation)
         return number
@@ -150,7 +152,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if ordering.scored:
         select = _scored_select(catalog, stmt, ordering, where)
     else:
-        select = _ordered_select(catalog, where, ordering.order_sql(), stmt.params, covered=stmt.covered)
+        select = _ordered_select(catalog, where, ordering.order_sql(), stmt.params, reads, covered=stmt.covered)
 
     if b_size is None:
         return _all_matches(catalog, select)
@@ -182,7 +184,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
 def all_records(catalog: Catalog) -> CatalogResults:
     """Every cataloged record, in record id order, unfiltered (ZCatalog's
     ``searchAll``)."""
-    return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", []))
+    return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", [], reads=()))
 
 
 def _any(catalog: Catalog, where: str, params: list) -> bool:
@@ -190,8 +192,11 @@ def _any(catalog: Catalog, where: str, params: list) -> bool:
     return bool(select_rows(catalog.tool, "1", f"{where} LIMIT 1", params))
 
 
-def _ordered_select(catalog: Catalog, where: str, order: str, params: list, covered: bool = False) -> Select:
-    """A :data:`Select` over ``WHERE where ORDER BY order``.  Its count is
+def _ordered_select(
+    catalog: Catalog, where: str, order: str, params: list, reads: Iterable[str], covered: bool = False
+) -> Select:
+    """A :data:`Select` over ``WHERE where ORDER BY order`` (which reads
+    *reads*: ``Statement.reads``).  Its count is
     one remembered since the catalog last changed (:mod:`~plone.pgcatalog.counts`),
     or else a window over the matches it reads anyway, or, where the
     statement is *covered*, a subquery that the covering index answers
@@ -200,7 +205,7 @@ def _ordered_select(catalog: Catalog, where: str, order: str, params: list, cove
     def select(
         tail: str, tail_params: list, counted: bool = False, metadata: bool = False, first: int = 0
     ) -> list[Row]:
-        count = count_column(catalog.tool, where, params, window=not covered) if counted else None
+        count = count_column(catalog.tool, where, params, reads, window=not covered) if counted else None
         sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
         rows = list(map(Row, read(catalog.tool, sql, all_params)))
         if count is not None and rows:

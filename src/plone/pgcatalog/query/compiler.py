@@ -110,6 +110,7 @@ def _clause(index: r.IndexDef, query: dict, stmt: Statement, context: Context) -
             # UnIndex looks for "min" and "max" in it with str.find
             raise TypeError(f"index {index.name!r}: range {range_!r} is not text")
     CLAUSES.get(kind, custom)(index, q, stmt, context)
+    stmt.reads.add(index.changes)
 
 
 # The kinds whose stock index is UnIndex's query_index, with its request cache

@@ -94,6 +94,9 @@ class Ordering:
     # The statement's one portal_type, when the sort key's B-tree is led
     # by portal_type (a DateIndex)
     walk_type: tuple[str, str] | None = None
+    # What the sort keys read (IndexDef.changes): :meth:`where_sql` keeps
+    # the rows holding them
+    reads: frozenset[str] = frozenset()
 
     def where_sql(self, stmt: Statement) -> str:
         """*stmt*'s WHERE, of the rows that hold every sort key."""
@@ -134,7 +137,8 @@ def add_sort(stmt: Statement, spec: list[tuple[r.IndexDef, bool]]) -> Ordering:
         walk_key = (index.expression(), "DESC" if descending else "ASC")
         if index.kind == r.DATE:
             walk_type = stmt.walk_type
-    return Ordering(tuple(terms), tuple(keyed), f"zoid {direction}", (), walk_key, walk_type)
+    reads = frozenset(index.changes for index, _ in spec)
+    return Ordering(tuple(terms), tuple(keyed), f"zoid {direction}", (), walk_key, walk_type, reads)
 
 
 def _sort_key(index: r.IndexDef, expr: str) -> str:

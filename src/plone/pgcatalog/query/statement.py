@@ -48,6 +48,10 @@ class Statement:
     # clauses test, so the matches are counted from that index alone
     # (page.ordered_sql) while their first rows come off an index.
     covered: bool = False
+    # What the clauses read, as the catalog's change stamps name it
+    # (IndexDef.changes): a count of the matches stays true while none
+    # of it changes (counts.count_column)
+    reads: set[str] = field(default_factory=set)
 
     def where_sql(self) -> str:
         return " AND ".join(self.where if self.strict else [CATALOGED, *self.where])
