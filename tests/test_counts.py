@@ -161,6 +161,17 @@ class CountsTest(CatalogTestCase):
         transaction.begin()
         self.assertEqual(self.lengths(), [999, 999, 999])
 
+    def test_a_change_by_hand_is_stamped_at_its_commit(self):
+        self.assertEqual(self.lengths(), [5, 5, 5])
+        self.falsify(999)
+        with psycopg.connect(storage_dsn(self.catalog)) as conn:
+            conn.execute(
+                """UPDATE object_state SET idx = idx || '{"portal_type": "Page"}' WHERE path LIKE '%%/counted/d1'"""
+            )
+        transaction.begin()  # a snapshot that sees it
+        # (the searches read the typed portal_type column, which SQL by hand left alone)
+        self.assertEqual(self.lengths(), [5, 5, 5])
+
     def test_a_row_written_by_hand_is_noted(self):
         # whoever writes a row (a commit, an undo, SQL by hand) notes what
         # it changed, for the commit's stamps (test_undo counts after an undo)

@@ -25,7 +25,7 @@ from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import BUMP_COUNTER
-from plone.pgcatalog.schema import FOLD_WORDS_NOW
+from plone.pgcatalog.schema import DEFERRED_NOW
 from plone.pgcatalog.schema import NOTE_EVERYTHING
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
@@ -151,9 +151,10 @@ class CatalogStateProcessor:
             return
         check_concurrent(cursor, pending)
         if pending.ddl:
-            # PostgreSQL alters no table with trigger events pending: the text
-            # statistics' deferred ones fire now (their sum so far goes in)
-            cursor.execute(FOLD_WORDS_NOW)
+            # PostgreSQL alters no table with trigger events pending: the
+            # deferred ones fire now (the text statistics' sum so far goes
+            # in, what was noted so far is stamped)
+            cursor.execute(DEFERRED_NOW)
             cursor.execute(NOTE_EVERYTHING)  # new indexes, or a rebuild's
         for statement in pending.ddl:
             try:

@@ -39,7 +39,7 @@ __all__ = [
     "NOTE_EVERYTHING",
     "generation_sql",
     "WORD_TRIGGERS",
-    "FOLD_WORDS_NOW",
+    "DEFERRED_NOW",
     "HOT_KEYS_INDEX",
     "ROWS",
     "drop_index_ddl",
@@ -149,9 +149,18 @@ WORD_TRIGGERS = (
 )
 """The triggers on ``object_state`` that keep the text statistics."""
 
-FOLD_WORDS_NOW = f"SET CONSTRAINTS {', '.join(FOLD_TRIGGERS)} IMMEDIATE"
-"""The deferred word triggers fire now, and at the end of each statement
-from then on: before DDL on ``object_state`` in a transaction that wrote it."""
+STAMP_TRIGGERS = (
+    "pgcatalog_rows_stamped_added",
+    "pgcatalog_rows_stamped_changed",
+    "pgcatalog_rows_stamped_removed",
+)
+"""The deferred triggers that stamp, at its commit, what a transaction
+that did not stamp it changed."""
+
+DEFERRED_NOW = f"SET CONSTRAINTS {', '.join((*FOLD_TRIGGERS, *STAMP_TRIGGERS))} IMMEDIATE"
+"""The deferred triggers (the word counts' and the stamps') fire now, and at
+the end of each statement from then on: before DDL on ``object_state`` in a
+transaction that wrote it."""
 
 TEXT_STATISTICS = """
 CREATE TABLE IF NOT EXISTS pgcatalog_text_stats (
@@ -243,12 +252,20 @@ $$;
 """
 
 # What a transaction changed of what searches read, for the counts that
-# survive the others (counts.py): each row written notes, in a setting
-# local to the transaction (no row version per change), the names of what
-# changed (IndexDef.changes: an idx key, "@path", "@searchable_text",
-# "@object_provides"), or "#" where a row enters or leaves the catalog
-# (every count may change).  The commit stamps them (BUMP_COUNTER).
-NOTE_CHANGES = """
+# stand while what they read is unchanged (counts.py).  Each row written
+# notes, in a setting local to the transaction (no row version per
+# change), the names of what changed (IndexDef.changes: an idx key,
+# "@path", "@searchable_text", "@object_provides"), or "#" where a row
+# enters or leaves the catalog (every count may change).  The commit
+# stamps them: the processor's BUMP_COUNTER, or, for any other writer (an
+# undo, zodb-pgjsonb's pack, SQL by hand), the first deferred trigger
+# at its commit.
+_CHANGED_ROW = (
+    "OLD.idx IS DISTINCT FROM NEW.idx OR OLD.path IS DISTINCT FROM NEW.path "
+    "OR OLD.searchable_text IS DISTINCT FROM NEW.searchable_text "
+    "OR OLD.object_provides IS DISTINCT FROM NEW.object_provides"
+)
+NOTE_CHANGES = f"""
 CREATE OR REPLACE FUNCTION pgcatalog_note_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     noted text[] := string_to_array(NULLIF(current_setting('pgcatalog.changed', true), ''), ' ');
@@ -278,37 +295,62 @@ BEGIN
                        array_to_string(ARRAY(SELECT DISTINCT unnest(noted || changed)), ' '), true);
     RETURN NULL;
 END $$;
+-- The counter moves (ZCatalog's getCounter); what was noted, and "*"
+-- (anything), get the new value with the transaction's id as their stamp
+CREATE OR REPLACE FUNCTION pgcatalog_stamp() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE pgcatalog_counter
+       SET value = value + 1,
+           stamps = stamps || (
+               SELECT jsonb_object_agg(name, (value + 1) || '.' || pg_current_xact_id())
+                 FROM unnest(string_to_array('* ' || COALESCE(current_setting('pgcatalog.changed', true), ''), ' '))
+                      AS name
+                WHERE name <> '')
+     WHERE id = 1;
+    PERFORM set_config('pgcatalog.changed', '', true);
+END $$;
+CREATE OR REPLACE FUNCTION pgcatalog_stamp_noted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF COALESCE(current_setting('pgcatalog.changed', true), '') <> '' THEN
+        PERFORM pgcatalog_stamp();
+    END IF;
+    RETURN NULL;
+END $$;
 CREATE OR REPLACE TRIGGER pgcatalog_rows_added AFTER INSERT ON object_state
     FOR EACH ROW WHEN (NEW.idx IS NOT NULL) EXECUTE FUNCTION pgcatalog_note_changes();
 CREATE OR REPLACE TRIGGER pgcatalog_rows_changed AFTER UPDATE ON object_state
-    FOR EACH ROW WHEN (OLD.idx IS DISTINCT FROM NEW.idx OR OLD.path IS DISTINCT FROM NEW.path
-                       OR OLD.searchable_text IS DISTINCT FROM NEW.searchable_text
-                       OR OLD.object_provides IS DISTINCT FROM NEW.object_provides)
-    EXECUTE FUNCTION pgcatalog_note_changes();
+    FOR EACH ROW WHEN ({_CHANGED_ROW}) EXECUTE FUNCTION pgcatalog_note_changes();
 CREATE OR REPLACE TRIGGER pgcatalog_rows_removed AFTER DELETE ON object_state
     FOR EACH ROW WHEN (OLD.idx IS NOT NULL) EXECUTE FUNCTION pgcatalog_note_changes();
+DO $$ BEGIN  -- constraint triggers have no CREATE OR REPLACE
+    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'pgcatalog_rows_stamped_added') THEN
+        CREATE CONSTRAINT TRIGGER pgcatalog_rows_stamped_added AFTER INSERT ON object_state
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.idx IS NOT NULL)
+            EXECUTE FUNCTION pgcatalog_stamp_noted();
+        CREATE CONSTRAINT TRIGGER pgcatalog_rows_stamped_changed AFTER UPDATE ON object_state
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ({_CHANGED_ROW})
+            EXECUTE FUNCTION pgcatalog_stamp_noted();
+        CREATE CONSTRAINT TRIGGER pgcatalog_rows_stamped_removed AFTER DELETE ON object_state
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.idx IS NOT NULL)
+            EXECUTE FUNCTION pgcatalog_stamp_noted();
+    END IF;
+END $$;
 """
 
-CHANGE_TRIGGERS = ("pgcatalog_rows_added", "pgcatalog_rows_changed", "pgcatalog_rows_removed")
-"""The triggers on ``object_state`` that note what a transaction changed."""
+CHANGE_TRIGGERS = ("pgcatalog_rows_added", "pgcatalog_rows_changed", "pgcatalog_rows_removed", *STAMP_TRIGGERS)
+"""The triggers on ``object_state`` that note and stamp what a transaction changed."""
 
 NOTE_EVERYTHING = "SELECT set_config('pgcatalog.changed', '#', true)"
 """Before :data:`BUMP_COUNTER`: every count is to be made again (an undo,
 a rebuild, new indexes)."""
 
-BUMP_COUNTER = """UPDATE pgcatalog_counter
-SET value = value + 1,
-    stamps = stamps || (
-        SELECT jsonb_object_agg(name, (value + 1) || '.' || pg_current_xact_id())
-        FROM unnest(string_to_array('* ' || COALESCE(current_setting('pgcatalog.changed', true), ''), ' ')) AS name
-        WHERE name <> '')
-WHERE id = 1
-RETURNING set_config('pgcatalog.changed', '', true)"""
-"""Once per transaction that changes the catalog: ZCatalog's ``getCounter``,
-and the stamps of what it changed (:data:`NOTE_CHANGES`; ``*``: anything),
-each the new counter value and the transaction's id.  No two transactions
-write the same stamp, and a database restored from a copy, or a test's
-snapshot put back, gives its stamps the content they stamped."""
+BUMP_COUNTER = "SELECT pgcatalog_stamp()"
+"""Once per transaction that changes the catalog: ZCatalog's ``getCounter``
+moves, and what the transaction changed is stamped (:data:`NOTE_CHANGES`;
+``*``: anything), each name with the new counter value and the
+transaction's id.  No two transactions write the same stamp, and a
+database restored from a copy, or a test's snapshot put back, gives its
+stamps the content they stamped."""
 
 
 def generation_sql(reads: Iterable[str]) -> str:

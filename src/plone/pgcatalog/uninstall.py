@@ -157,6 +157,7 @@ def _drop_sql(objects: list[str]) -> str:
             *(f"DROP TRIGGER IF EXISTS {trigger} ON object_state" for trigger in (*WORD_TRIGGERS, *CHANGE_TRIGGERS)),
             f"ALTER TABLE object_state {columns}",
             "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), pgcatalog_note_changes(), "
+            "pgcatalog_stamp_noted(), pgcatalog_stamp(), "
             "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text)",
             "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema",
         ]

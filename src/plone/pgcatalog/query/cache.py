@@ -1,0 +1,106 @@
+"""Compiled statements of the queries a site asks again and again.
+
+A listing, a portlet, the navigation, Plone's own views: the same query
+comes back many times a minute, and compiling it (every index's part read
+as ZCatalog reads it, checked and written as SQL) costs more than the
+rest of the catalog's Python before the statement goes out.  Each catalog
+tool keeps the statements of its latest queries, per ZODB connection (a
+volatile attribute: one thread at a time; dropped when the tool changes,
+and when its index definitions do), keyed by the query as the compiler
+reads it.  A statement is not changed after it is built
+(:mod:`.statement`), so one serves every search of its query.
+
+The key holds every value of the query.  Dates of the date indexes count
+to the minute, the precision those indexes compare at: the ``DateTime()``
+Plone adds to every Anonymous search (``effectiveRange``) changes each
+call, its minute once a minute.  A value without a dependable key (an
+object compared by identity, a mutable container, a date given to an
+index that compares it whole) compiles every time.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from DateTime import DateTime
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.query.compiler import build
+from plone.pgcatalog.query.statement import Statement
+from typing import Any
+from ZPublisher.HTTPRequest import record
+
+
+__all__ = ["SIZE", "compiled"]
+
+SIZE = 256
+"""Statements kept per catalog tool and ZODB connection (the least recently
+used go first)."""
+
+_DATED = (r.DATE, r.DATE_RANGE, r.DATE_RECURRING)
+
+
+def compiled(
+    tool: Any,
+    query: dict,
+    indexes: Mapping[str, r.IndexDef],
+    lexicons: Mapping[str, Any],
+    catalog_path: Sequence[str],
+) -> Statement | None:
+    """:func:`~.compiler.build` of *query*, or the statement built for the
+    same query before.  Its faults are raised every time (nothing is kept)."""
+    key = query_key(query, indexes)
+    if key is None:
+        return build(query, indexes, lexicons, catalog_path)
+    key = (key, tuple(catalog_path), tuple((name, id(lexicon)) for name, lexicon in sorted(lexicons.items())))
+    kept = tool.__dict__.get("_v_statements")
+    if kept is None or kept[0] is not indexes:
+        kept = (indexes, OrderedDict())
+        tool._v_statements = kept
+    statements = kept[1]
+    found = statements.get(key)
+    if found is not None and all(lexicon is lexicons.get(name) for name, lexicon in found[0]):
+        statements.move_to_end(key)
+        return found[1]
+    stmt = build(query, indexes, lexicons, catalog_path)
+    # the lexicons are kept with it: their ids in the key stay theirs
+    statements[key] = (tuple(lexicons.items()), stmt)
+    while len(statements) > SIZE:
+        statements.popitem(last=False)
+    return stmt
+
+
+def query_key(query: dict, indexes: Mapping[str, r.IndexDef]) -> Hashable | None:
+    """A key of *query* (string keys, as ``search`` checked) equal for
+    queries the compiler reads alike, or None."""
+    try:
+        return tuple(
+            sorted((name, _frozen(value, _dated(indexes.get(name)))) for name, value in query.items())
+        )
+    except TypeError:
+        return None
+
+
+def _dated(index: r.IndexDef | None) -> bool:
+    return index is not None and index.kind in _DATED
+
+
+def _frozen(value: Any, dated: bool) -> Hashable:
+    """*value* as a key: its type with it (``1``, ``True`` and ``1.0`` are
+    equal in Python, not in SQL)."""
+    if isinstance(value, DateTime):
+        if not dated:
+            raise TypeError("a date compared whole")
+        millis = value.millis()
+        # the minute as DateIndex (UTC, floor) and DateRangeIndex
+        # (towards zero) count it: equal where both are
+        return (DateTime, millis // 60000, int(millis / 60000))
+    if isinstance(value, (dict, record)):
+        return (dict, tuple(sorted((key, _frozen(value[key], dated)) for key in value.keys())))
+    if isinstance(value, (list, tuple)):
+        return (list, tuple(_frozen(item, dated) for item in value))
+    kind = type(value)
+    if kind.__hash__ is None or kind.__hash__ is object.__hash__ or hasattr(value, "timetuple"):
+        raise TypeError(f"no value key for {kind.__name__}")
+    return (kind, value)
