@@ -12,7 +12,7 @@ again only when the catalog has changed since.
 A write that cannot change a count leaves it standing: an editor's new
 title changes no count of a type's items.  The commit of every catalog
 change stamps what it changed (``schema.NOTE_CHANGES``: the ``idx`` keys,
-the path, the own columns, or "a row entered or left the catalog"), each
+the own columns, or "a row entered, left or moved"), each
 stamp the new value of ``pgcatalog_counter`` with the transaction's id, so
 no stamp ever comes back for other content: not after a database is
 restored from a copy, nor when a test's snapshot is put back.  A count's
@@ -90,7 +90,7 @@ def count_column(
         key = _key(storage_dsn(catalog), site_path(catalog), where, params)
     if key is None:
         return Count(f"{counting}, NULL::text", counting_params, None)
-    generation = generation_sql(reads)
+    generation = generation_sql(frozenset(reads))
     with _lock:
         known = _counts.get(key)
     if known is None:

@@ -19,6 +19,8 @@ inlines wherever it is read.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from collections.abc import Iterable
 
 from plone.pgcatalog import row
@@ -97,15 +99,18 @@ def catalog_sql(sql: str, pending: Pending | None, site: str = "") -> tuple[str,
     the rows this transaction sees of the site at path *site* (all, with
     none); and the parameters that go before its own."""
     if not has_changes(pending):
-        head, params = (
-            _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {_site_scope(site, 'path')}" if site else ""),
-            [],
-        )
+        head, params = _committed(site), []
     else:
         head, params = _overlay(pending, site)
     if sql.startswith("WITH "):
         return f"{head},\n{sql[5:]}", params
     return f"{head}\n{sql}", params
+
+
+@lru_cache(maxsize=64)
+def _committed(site: str) -> str:
+    """The head of a statement over the committed rows of the site at *site*."""
+    return _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {_site_scope(site, 'path')}" if site else "")
 
 
 def pending_metadata(pending: Pending | None, zoids: Iterable[int]) -> dict:

@@ -206,10 +206,11 @@ class IndexDef:
     def changes(self) -> str:
         """What the catalog's change stamps call a change of what this
         index's clauses read (``schema.NOTE_CHANGES``; :mod:`~plone.pgcatalog.counts`):
-        its ``idx`` key, its own column, the path columns, or, for an
-        add-on's kind, whose SQL may read anything, any change (``*``)."""
+        its ``idx`` key, its own column, rows coming, going and moving
+        (``#``, the path), or, for an add-on's kind, whose SQL may read
+        anything, any change (``*``)."""
         if self.kind == PATH:
-            return "@path"
+            return "#"
         if self.column is not None:
             return f"@{self.column}"
         return self.name if self.kind in KINDS else "*"

@@ -17,7 +17,7 @@ and statistics on every expression give the planner real row counts.
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
-from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 from plone.pgcatalog.row import column_ddl
 
@@ -255,8 +255,9 @@ $$;
 # stand while what they read is unchanged (counts.py).  Each row written
 # notes, in a setting local to the transaction (no row version per
 # change), the names of what changed (IndexDef.changes: an idx key,
-# "@path", "@searchable_text", "@object_provides"), or "#" where a row
-# enters or leaves the catalog (every count may change).  The commit
+# "@searchable_text", "@object_provides"), or "#" where a row enters or
+# leaves the catalog, or moves (every count may change: every statement
+# reads the rows of its site's paths).  The commit
 # stamps them: the processor's BUMP_COUNTER, or, for any other writer (an
 # undo, zodb-pgjsonb's pack, SQL by hand), the first deferred trigger
 # at its commit.
@@ -273,17 +274,14 @@ DECLARE
 BEGIN
     IF '#' = ANY(noted) THEN
         RETURN NULL;  -- every count is made again anyway
-    ELSIF TG_OP <> 'UPDATE' OR (OLD.idx IS NULL) <> (NEW.idx IS NULL) THEN
-        changed := ARRAY['#'];
+    ELSIF TG_OP <> 'UPDATE' OR (OLD.idx IS NULL) <> (NEW.idx IS NULL) OR OLD.path IS DISTINCT FROM NEW.path THEN
+        changed := ARRAY['#'];  -- (every statement is scoped to its site's paths)
     ELSIF NEW.idx IS NULL THEN
         RETURN NULL;  -- not cataloged: no search reads it
     ELSE
         SELECT array_agg(COALESCE(n.key, o.key)) INTO changed
           FROM jsonb_each(NEW.idx) AS n FULL JOIN jsonb_each(OLD.idx) AS o ON o.key = n.key
          WHERE n.value IS DISTINCT FROM o.value;
-        IF OLD.path IS DISTINCT FROM NEW.path THEN
-            changed := changed || '@path'::text;
-        END IF;
         IF OLD.searchable_text IS DISTINCT FROM NEW.searchable_text THEN
             changed := changed || '@searchable_text'::text;
         END IF;
@@ -353,7 +351,8 @@ database restored from a copy, or a test's snapshot put back, gives its
 stamps the content they stamped."""
 
 
-def generation_sql(reads: Iterable[str]) -> str:
+@lru_cache(maxsize=256)
+def generation_sql(reads: frozenset[str]) -> str:
     """The catalog's generation (SQL, text) as a count of matches of a
     statement that reads *reads* (:attr:`IndexDef.changes
     <plone.pgcatalog.registry.IndexDef.changes>`) sees it: the stamps of
