@@ -112,3 +112,20 @@ class CompiledTest(unittest.TestCase):
         self.assertEqual(len(tool.__dict__["_v_statements"][1]), SIZE)
         self.assertIs(statement(tool, {"portal_type": "first"}), first)
         self.assertIsNot(statement(tool, {"portal_type": "type 0"}), zero)
+
+
+class LexiconTest(unittest.TestCase):
+    def test_a_text_query_is_kept_for_its_lexicons_pipeline(self):
+        from plone.pgcatalog.lexicon import Lexicon
+        from Products.ZCTextIndex.Lexicon import CaseNormalizer
+        from Products.ZCTextIndex.Lexicon import Splitter
+
+        indexes = {**INDEXES, "SearchableText": r.IndexDef("SearchableText", r.TEXT, options={"lexicon_id": "lex"})}
+        lexicon = Lexicon("lex", "", Splitter(), CaseNormalizer())
+        tool, query = Tool(), canonical({"SearchableText": "Word"})
+        first = compiled(tool, query, indexes, {"lex": lexicon}, PATH)
+        self.assertIs(compiled(tool, query, indexes, {"lex": lexicon}, PATH), first)
+        lexicon._pipeline = (Splitter(),)  # set_pipeline: words keep their case now
+        other = compiled(tool, query, indexes, {"lex": lexicon}, PATH)
+        self.assertIsNot(other, first)
+        self.assertNotEqual(other.params, first.params)

@@ -115,6 +115,8 @@ def _key(*parts: Any) -> Hashable | None:
 
 
 def _frozen(value: Any) -> Hashable:
+    if type(value) is str:
+        return value  # the most common, and no tuple is equal to it
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(item) for item in value)
     if type(value).__hash__ is object.__hash__ or isinstance(value, (dict, set)):

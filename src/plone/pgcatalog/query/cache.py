@@ -53,19 +53,21 @@ def compiled(
     key = query_key(query, indexes)
     if key is None:
         return build(query, indexes, lexicons, catalog_path)
-    key = (key, tuple(catalog_path), tuple((name, id(lexicon)) for name, lexicon in sorted(lexicons.items())))
+    # a text query is read by its lexicon's pipeline (a new one is a new tuple)
+    pipelines = tuple((name, lexicon._pipeline) for name, lexicon in sorted(lexicons.items()))
+    key = (key, tuple(catalog_path), tuple((name, id(pipeline)) for name, pipeline in pipelines))
     kept = tool.__dict__.get("_v_statements")
     if kept is None or kept[0] is not indexes:
         kept = (indexes, OrderedDict())
         tool._v_statements = kept
     statements = kept[1]
     found = statements.get(key)
-    if found is not None and all(lexicon is lexicons.get(name) for name, lexicon in found[0]):
+    if found is not None and all(a is b for (_, a), (_, b) in zip(found[0], pipelines, strict=True)):
         statements.move_to_end(key)
         return found[1]
     stmt = build(query, indexes, lexicons, catalog_path)
-    # the lexicons are kept with it: their ids in the key stay theirs
-    statements[key] = (tuple(lexicons.items()), stmt)
+    # the pipelines are kept with it: their ids in the key stay theirs
+    statements[key] = (pipelines, stmt)
     while len(statements) > SIZE:
         statements.popitem(last=False)
     return stmt
@@ -89,6 +91,8 @@ def _dated(index: r.IndexDef | None) -> bool:
 def _frozen(value: Any, dated: bool) -> Hashable:
     """*value* as a key: its type with it (``1``, ``True`` and ``1.0`` are
     equal in Python, not in SQL)."""
+    if type(value) is str:
+        return value  # the most common, and no tuple is equal to it
     if isinstance(value, DateTime):
         if not dated:
             raise TypeError("a date compared whole")
