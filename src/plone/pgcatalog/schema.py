@@ -106,16 +106,7 @@ ALTER TABLE pgcatalog_counter ADD COLUMN IF NOT EXISTS stamps JSONB NOT NULL DEF
 CREATE TABLE IF NOT EXISTS pgcatalog_schema (id INTEGER PRIMARY KEY, version INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (searchable_text)
     {GIN_OPTIONS} WHERE searchable_text IS NOT NULL;
--- (indexes built by releases before schema version 6 get the option too)
-DO $$ DECLARE gin record; BEGIN
-    FOR gin IN SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
-                 JOIN pg_am a ON a.oid = c.relam
-                WHERE x.indrelid = 'object_state'::regclass AND a.amname = 'gin'
-                  AND c.relname LIKE 'pgcatalog\\_%' AND NOT COALESCE(c.reloptions, '{{}}') @> ARRAY['{GIN_OPTION}']
-    LOOP
-        EXECUTE format('ALTER INDEX %I SET ({GIN_OPTION})', gin.relname);
-    END LOOP;
-END $$;
+ALTER INDEX pgcatalog_searchable_text SET ({GIN_OPTION});  -- (built before schema version 6)
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
 {HOT_KEYS_INDEX};
 {TEXT_STATISTICS}
@@ -130,6 +121,8 @@ CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CAT
 # search read 455 pages after a VACUUM and 758 after 300 edits, and took
 # twice as long.  The smallest limit (64 kB) merges a few documents' words
 # at a time: a write merges now and then, a search reads a few pages.
+# (Only the full text's: the keyword indexes' lists cost their searches
+# little, and merging them as often cost each edit more.)
 GIN_OPTION = "gin_pending_list_limit=64"
 GIN_OPTIONS = f"WITH ({GIN_OPTION})"
 
@@ -429,9 +422,8 @@ def index_ddl(index: r.IndexDef) -> list[str]:
     if kind in r.BTREE_KINDS:
         columns += ", zoid"  # in sort order with the tie-break: a page is an index walk
     name = index_name(index, columns)
-    options = f" {GIN_OPTIONS}" if method == "gin" else ""
     ddl = [
-        f"CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method} ({columns}){options} "
+        f"CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method} ({columns}) "
         f"WHERE ({exprs[0]}) IS NOT NULL"
     ]
     if kind == r.DATE:
