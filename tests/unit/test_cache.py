@@ -8,22 +8,13 @@ from plone.pgcatalog.query import Fault
 from plone.pgcatalog.query.cache import compiled
 from plone.pgcatalog.query.cache import query_key
 from plone.pgcatalog.query.cache import SIZE
+from unit.test_query import INDEXES as QUERY_INDEXES
 
 import unittest
 
 
-INDEXES = {
-    index.name: index
-    for index in (
-        r.IndexDef("portal_type", r.FIELD),
-        r.IndexDef("Subject", r.KEYWORD),
-        r.IndexDef("created", r.DATE),
-        r.IndexDef("is_folderish", r.BOOLEAN),
-        r.IndexDef("path", r.PATH),
-        r.IndexDef("allowedRolesAndUsers", r.KEYWORD),
-        r.IndexDef("effectiveRange", r.DATE_RANGE),
-    )
-}
+# the query builder's tests' indexes, and Plone's security terms
+INDEXES = {**QUERY_INDEXES, "allowedRolesAndUsers": r.IndexDef("allowedRolesAndUsers", r.KEYWORD)}
 PATH = ("", "plone", "portal_catalog")
 
 

@@ -27,6 +27,7 @@ from plone.pgcatalog import row
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import CATALOG_ROWS
 from plone.pgcatalog.values import array_literal
+from plone.pgcatalog.values import text_literal
 
 import orjson
 
@@ -57,12 +58,8 @@ def _site_scope(site: str, column: str) -> str:
     row of a database with one site; taken as independent it made the
     planner expect a type's 20,000 items to be 400, and sort them all
     instead of reading the first ones off an index in order)."""
-    scope = f"{column} = {_literal(site)} OR ({column} >= {_literal(site + '/')} AND {column} < {_literal(site + '0')})"
+    scope = f"{column} = {text_literal(site)} OR ({column} >= {text_literal(site + '/')} AND {column} < {text_literal(site + '0')})"
     return f"COALESCE({scope}, false)"
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _overlay(pending: Pending, site: str) -> tuple[str, list]:
@@ -78,7 +75,7 @@ def _overlay(pending: Pending, site: str) -> tuple[str, list]:
     sql = _OVERLAY.format(
         name=CATALOG_ROWS,
         committed_scope=f" AND {_site_scope(site, 'o.path')}" if site else "",
-        pending_scope=f" WHERE starts_with(p.path || '/', {_literal(site + '/')})" if site else "",
+        pending_scope=f" WHERE starts_with(p.path || '/', {text_literal(site + '/')})" if site else "",
         committed=", ".join(
             [*(f"{committed[c]} AS {c.name}" for c in row.COLUMNS), row.typed_select_sql(cleared_idx, "o")]
         ),

@@ -20,6 +20,7 @@ from plone.pgcatalog import registry as r
 from functools import lru_cache
 from typing import Any
 from plone.pgcatalog.row import column_ddl
+from plone.pgcatalog.values import text_literal
 
 import hashlib
 import psycopg
@@ -149,6 +150,43 @@ HOT_KEYS_INDEX = (
 # the rows in place for each change made a transaction's N changes cost
 # N^2 / 2 steps through the versions it left (5,000 changes: 0.8 s).
 
+
+def _row_triggers(
+    names: tuple[str, str, str],
+    function: str,
+    deferred: tuple[str, str, str],
+    deferred_function: str,
+    when: tuple[str, str, str],
+    of: str = "",
+) -> str:
+    """Triggers on ``object_state`` for a row added, changed (an UPDATE *of*
+    some columns) and removed, each WHEN its condition holds: *function*
+    right after the statement, *deferred_function* at the commit (constraint
+    triggers, which have no CREATE OR REPLACE)."""
+    events = ("INSERT", f"UPDATE{of}", "DELETE")
+    now = [
+        f"CREATE OR REPLACE TRIGGER {name} AFTER {event} ON object_state\n"
+        f"    FOR EACH ROW WHEN ({condition}) EXECUTE FUNCTION {function}();"
+        for name, event, condition in zip(names, events, when, strict=True)
+    ]
+    later = [
+        f"        CREATE CONSTRAINT TRIGGER {name} AFTER {event} ON object_state\n"
+        f"            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ({condition})\n"
+        f"            EXECUTE FUNCTION {deferred_function}();"
+        for name, event, condition in zip(deferred, events, when, strict=True)
+    ]
+    return "\n".join(
+        [
+            *now,
+            "DO $$ BEGIN",
+            f"    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = '{deferred[0]}') THEN",
+            *later,
+            "    END IF;",
+            "END $$;",
+        ]
+    )
+
+
 FOLD_TRIGGERS = (
     "pgcatalog_words_folded_added",
     "pgcatalog_words_folded_changed",
@@ -177,7 +215,8 @@ DEFERRED_NOW = f"SET CONSTRAINTS {', '.join((*FOLD_TRIGGERS, *STAMP_TRIGGERS))} 
 the end of each statement from then on: before DDL on ``object_state`` in a
 transaction that wrote it."""
 
-TEXT_STATISTICS = """
+TEXT_STATISTICS = (
+    """
 CREATE TABLE IF NOT EXISTS pgcatalog_text_stats (
     index_name TEXT NOT NULL, documents BIGINT NOT NULL, words BIGINT NOT NULL);
 -- before schema version 4 the table held rows of differences: fold them
@@ -225,25 +264,20 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-CREATE OR REPLACE TRIGGER pgcatalog_words_added AFTER INSERT ON object_state
-    FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL) EXECUTE FUNCTION pgcatalog_count_words();
-CREATE OR REPLACE TRIGGER pgcatalog_words_changed AFTER UPDATE OF word_counts ON object_state
-    FOR EACH ROW WHEN (OLD.word_counts IS DISTINCT FROM NEW.word_counts) EXECUTE FUNCTION pgcatalog_count_words();
-CREATE OR REPLACE TRIGGER pgcatalog_words_removed AFTER DELETE ON object_state
-    FOR EACH ROW WHEN (OLD.word_counts IS NOT NULL) EXECUTE FUNCTION pgcatalog_count_words();
-DO $$ BEGIN  -- constraint triggers have no CREATE OR REPLACE
-    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'pgcatalog_words_folded_added') THEN
-        CREATE CONSTRAINT TRIGGER pgcatalog_words_folded_added AFTER INSERT ON object_state
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL)
-            EXECUTE FUNCTION pgcatalog_fold_words();
-        CREATE CONSTRAINT TRIGGER pgcatalog_words_folded_changed AFTER UPDATE OF word_counts ON object_state
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.word_counts IS DISTINCT FROM NEW.word_counts)
-            EXECUTE FUNCTION pgcatalog_fold_words();
-        CREATE CONSTRAINT TRIGGER pgcatalog_words_folded_removed AFTER DELETE ON object_state
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.word_counts IS NOT NULL)
-            EXECUTE FUNCTION pgcatalog_fold_words();
-    END IF;
-END $$;
+"""
+    + _row_triggers(
+        WORD_TRIGGERS[:3],
+        "pgcatalog_count_words",
+        FOLD_TRIGGERS,
+        "pgcatalog_fold_words",
+        (
+            "NEW.word_counts IS NOT NULL",
+            "OLD.word_counts IS DISTINCT FROM NEW.word_counts",
+            "OLD.word_counts IS NOT NULL",
+        ),
+        of=" OF word_counts",
+    )
+    + """
 -- Okapi BM25 as ZCTextIndex's OkapiIndex scores one word of a document
 -- (K1 = 1.2, B = 0.75): the same float operations in the same order, so
 -- the same integer.  idf1024 = ln(1 + N / df) * 1024.
@@ -265,6 +299,7 @@ RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
                split_part(reverse(ts_filter(setweight(vector, 'A', ARRAY[word]), '{a}')::text), ':''', 1), ','), 1)
 $$;
 """
+)
 
 # What a transaction changed of what searches read, for the counts that
 # stand while what they read is unchanged (counts.py).  Each row written
@@ -276,11 +311,21 @@ $$;
 # stamps them: the processor's BUMP_COUNTER, or, for any other writer (an
 # undo, zodb-pgjsonb's pack, SQL by hand), the first deferred trigger
 # at its commit.
-_CHANGED_ROW = (
-    "OLD.idx IS DISTINCT FROM NEW.idx OR OLD.path IS DISTINCT FROM NEW.path "
-    "OR OLD.searchable_text IS DISTINCT FROM NEW.searchable_text "
-    "OR OLD.object_provides IS DISTINCT FROM NEW.object_provides"
+_SEARCHED = ("idx", "path", *r.OWN_COLUMNS.values())
+_CHANGED_ROW = " OR ".join(f"OLD.{column} IS DISTINCT FROM NEW.{column}" for column in _SEARCHED)
+_OWN_CHANGED = "\n".join(
+    f"""        IF OLD.{column} IS DISTINCT FROM NEW.{column} THEN
+            changed := changed || '@{column}'::text;
+        END IF;"""
+    for column in r.OWN_COLUMNS.values()
 )
+CHANGE_TRIGGERS = (
+    "pgcatalog_rows_added",
+    "pgcatalog_rows_changed",
+    "pgcatalog_rows_removed",
+    *STAMP_TRIGGERS,
+)
+"""The triggers on ``object_state`` that note and stamp what a transaction changed."""
 NOTE_CHANGES = f"""
 CREATE OR REPLACE FUNCTION pgcatalog_note_changes() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -297,12 +342,7 @@ BEGIN
         SELECT array_agg(COALESCE(n.key, o.key)) INTO changed
           FROM jsonb_each(NEW.idx) AS n FULL JOIN jsonb_each(OLD.idx) AS o ON o.key = n.key
          WHERE n.value IS DISTINCT FROM o.value;
-        IF OLD.searchable_text IS DISTINCT FROM NEW.searchable_text THEN
-            changed := changed || '@searchable_text'::text;
-        END IF;
-        IF OLD.object_provides IS DISTINCT FROM NEW.object_provides THEN
-            changed := changed || '@object_provides'::text;
-        END IF;
+{_OWN_CHANGED}
     END IF;
     PERFORM set_config('pgcatalog.changed',
                        array_to_string(ARRAY(SELECT DISTINCT unnest(noted || changed)), ' '), true);
@@ -333,29 +373,14 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-CREATE OR REPLACE TRIGGER pgcatalog_rows_added AFTER INSERT ON object_state
-    FOR EACH ROW WHEN (NEW.idx IS NOT NULL) EXECUTE FUNCTION pgcatalog_note_changes();
-CREATE OR REPLACE TRIGGER pgcatalog_rows_changed AFTER UPDATE ON object_state
-    FOR EACH ROW WHEN ({_CHANGED_ROW}) EXECUTE FUNCTION pgcatalog_note_changes();
-CREATE OR REPLACE TRIGGER pgcatalog_rows_removed AFTER DELETE ON object_state
-    FOR EACH ROW WHEN (OLD.idx IS NOT NULL) EXECUTE FUNCTION pgcatalog_note_changes();
-DO $$ BEGIN  -- constraint triggers have no CREATE OR REPLACE
-    IF NOT EXISTS (SELECT FROM pg_trigger WHERE tgname = 'pgcatalog_rows_stamped_added') THEN
-        CREATE CONSTRAINT TRIGGER pgcatalog_rows_stamped_added AFTER INSERT ON object_state
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.idx IS NOT NULL)
-            EXECUTE FUNCTION pgcatalog_stamp_noted();
-        CREATE CONSTRAINT TRIGGER pgcatalog_rows_stamped_changed AFTER UPDATE ON object_state
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ({_CHANGED_ROW})
-            EXECUTE FUNCTION pgcatalog_stamp_noted();
-        CREATE CONSTRAINT TRIGGER pgcatalog_rows_stamped_removed AFTER DELETE ON object_state
-            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (OLD.idx IS NOT NULL)
-            EXECUTE FUNCTION pgcatalog_stamp_noted();
-    END IF;
-END $$;
-"""
+""" + _row_triggers(
+    CHANGE_TRIGGERS[:3],
+    "pgcatalog_note_changes",
+    STAMP_TRIGGERS,
+    "pgcatalog_stamp_noted",
+    ("NEW.idx IS NOT NULL", _CHANGED_ROW, "OLD.idx IS NOT NULL"),
+)
 
-CHANGE_TRIGGERS = ("pgcatalog_rows_added", "pgcatalog_rows_changed", "pgcatalog_rows_removed", *STAMP_TRIGGERS)
-"""The triggers on ``object_state`` that note and stamp what a transaction changed."""
 
 NOTE_EVERYTHING = "SELECT set_config('pgcatalog.changed', '#', true)"
 """Before :data:`BUMP_COUNTER`: every count is to be made again (an undo,
@@ -377,13 +402,8 @@ def generation_sql(reads: frozenset[str]) -> str:
     <plone.pgcatalog.registry.IndexDef.changes>`) sees it: the stamps of
     what it reads and of the rows that entered or left the catalog.  A
     write that changes none of it leaves the generation as it was."""
-    names = ", ".join(f"stamps->{_literal(name)}" for name in sorted({"#", *reads}))
+    names = ", ".join(f"stamps->{text_literal(name)}" for name in sorted({"#", *reads}))
     return f"(SELECT jsonb_build_array({names})::text FROM pgcatalog_counter WHERE id = 1)"
-
-
-def _literal(name: str) -> str:
-    """*name* (an index name or one of the stamps' own names) as an SQL literal."""
-    return r.name_literal(name) if name[0] not in "#@*" else "'" + name.replace("'", "''") + "'"
 
 
 def type_expression(typed: bool) -> str:

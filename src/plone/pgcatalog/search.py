@@ -22,6 +22,7 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import read
+from plone.pgcatalog.database import select as select_rows
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.query import add_sort
@@ -34,10 +35,8 @@ from plone.pgcatalog.query import sort_names
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import Statement
 from plone.pgcatalog.query import top_sql
-from plone.pgcatalog.query.page import any_sql
 from plone.pgcatalog.query.page import count_sql
 from plone.pgcatalog.query.page import keyed_count_sql
-from plone.pgcatalog.query.page import matches_sql
 from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
@@ -192,7 +191,7 @@ def all_records(catalog: Catalog) -> CatalogResults:
 
 def _any(catalog: Catalog, where: str, params: list) -> bool:
     """Whether any record matches *where*."""
-    return bool(read(catalog.tool, *any_sql(where, params)))
+    return bool(select_rows(catalog.tool, "1", f"{where} LIMIT 1", params))
 
 
 def _ordered_select(
@@ -344,7 +343,7 @@ def _starts_past(catalog: Catalog, exc: Exception, matched: str, params: list) -
     """Whether *exc* is an odd limit whose batch starts past every match."""
     if not isinstance(exc, OddLimit) or exc.b_start <= 0:
         return False
-    return exc.b_start >= read(catalog.tool, *matches_sql(matched, params))[0][0]
+    return exc.b_start >= select_rows(catalog.tool, "count(*)", matched, params)[0][0]
 
 
 class OddLimit(TypeError):

@@ -227,6 +227,12 @@ def json_text(value: Any) -> str:
 # -- array parameters -------------------------------------------------------------
 
 
+def text_literal(text: str) -> str:
+    """*text* as an SQL string literal (quotes doubled), for the few texts
+    that are part of a statement's shape, never a user's value."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 def array_literal(values: Iterable[Any]) -> str:
     """*values* as a PostgreSQL array literal, for a parameter cast to an
     array type (``%s::text[]``).

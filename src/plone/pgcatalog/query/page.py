@@ -32,10 +32,8 @@ __all__ = [
     "Ordering",
     "Row",
     "add_sort",
-    "any_sql",
     "count_sql",
     "keyed_count_sql",
-    "matches_sql",
     "ordered_sql",
     "scored_rows",
     "scored_sql",
@@ -158,16 +156,6 @@ def count_sql(count: Count) -> tuple[str, list]:
     """The number of matches alone (a batch's ``actual_result_count``),
     with the generation it was read at (:mod:`~plone.pgcatalog.counts`)."""
     return f"SELECT {count.sql}", count.params
-
-
-def matches_sql(where: str, params: list) -> tuple[str, list]:
-    """``count(*)`` of the matches of *where*, uncached (an error path)."""
-    return f"SELECT count(*) FROM {ROWS} WHERE {where}", params
-
-
-def any_sql(where: str, params: list) -> tuple[str, list]:
-    """One row where *where* matches any, none where it matches nothing."""
-    return f"SELECT 1 FROM {ROWS} WHERE {where} LIMIT 1", params
 
 
 def keyed_count_sql(stmt: Statement, ordering: Ordering, limit: int) -> tuple[str, list]:
