@@ -43,7 +43,13 @@ find_python() {
 }
 
 ensure_venv() {
-    local extras="$1"
+    local extras="$1" lock=
+    # runs side by side (CI's two Plone versions) share the editable
+    # install's egg-info: one installs at a time
+    if command -v flock >/dev/null 2>&1; then
+        exec {lock}>"$ROOT/.venv.lock"
+        flock "$lock"
+    fi
     local stamp="$VENV/.pgcatalog-$extras"
     local want
     want="$(cat "$ROOT/setup.py" "$CONSTRAINTS" | sha256sum | cut -d' ' -f1)"
@@ -58,5 +64,8 @@ ensure_venv() {
         "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
             -c "$CONSTRAINTS" -e "$ROOT[$extras]" setuptools >&2
         echo "$want" > "$stamp"
+    fi
+    if [ -n "${lock:-}" ]; then
+        exec {lock}>&-
     fi
 }
