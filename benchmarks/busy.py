@@ -4,8 +4,9 @@
 
 For every size and query phase (the plain one and each ``--after-writes``
 / ``--first-in-request`` mode) of a ``run.py`` result: per scenario, bare
-and listing, the medians of plone.pgcatalog and of ZCatalog on
-RelStorage, their ratio, and what PostgreSQL did for plone.pgcatalog's
+and listing, the medians of plone.pgcatalog, of the ``peer`` (PyPI's
+plone-pgcatalog, where the run has it) and of ZCatalog on RelStorage,
+each catalog's ratio to RelStorage, and what PostgreSQL did for plone.pgcatalog's
 statements once the phase was over (heap fetches of index-only scans,
 planning and execution time: ``floor.plan_facts``); per phase, how
 ``object_state`` stood before and after it (dead rows, changes since the
@@ -44,10 +45,27 @@ def _table_line(name: str, state: dict | None) -> str:
     return f"`object_state` ({name}) " + "; ".join(parts)
 
 
+CATALOGS = ("pgcatalog", "peer")  # each beside ZCatalog on RelStorage
+NAMES = {"pgcatalog": "pgcatalog", "peer": "peer", "relstorage": "RelStorage"}
+NOT_SCENARIOS = ("plans", "table", "writes_ms", "prepared", "python_before_sql_us", "query_cache")
+
+
+def median(timings: dict | None, scenario: str, variant: str) -> float | None:
+    return (timings or {}).get(scenario, {}).get(variant, {}).get("median")
+
+
+def ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def tables(results: dict) -> str:
+    """The tables: pgcatalog and the peer (those of them the run has),
+    each in ms and as a ratio to RelStorage; pgcatalog's plan facts."""
     backends = results["backends"]
-    pg = backends["pgcatalog"]
-    rs = backends.get("relstorage")
+    catalogs = [b for b in CATALOGS if b in backends]
+    if not catalogs:
+        raise SystemExit("busy.py: the run has neither pgcatalog nor peer")
+    shown = [*catalogs, "relstorage"]
     settings = results["meta"]["settings"]
     out = [
         f"Run {results['meta']['timestamp']} at {results['meta']['git_commit']}, "
@@ -55,47 +73,53 @@ def tables(results: dict) -> str:
         f"first in request: {settings.get('first_in_request')}",
         "",
     ]
-    for size, entry in pg["sizes"].items():
-        rs_phases = phases(rs["sizes"][size]) if rs else {}
-        for name, timings in phases(entry).items():
-            out.append(f"### {size} documents, {name}")
-            out.append("")
-            out.append(
-                "| scenario | pgcatalog ms | RelStorage ms | ratio | heap fetches | planning ms | execution ms |"
-            )
-            out.append("|---|---|---|---|---|---|---|")
-            plans = timings.get("plans", {})
-            for scenario, variants in timings.items():
-                if scenario in ("plans", "table", "writes_ms", "prepared", "python_before_sql_us"):
-                    continue
-                if not isinstance(variants, dict):
+    header = [
+        "scenario", *(f"{NAMES[b]} ms" for b in shown), *(f"{NAMES[b]} ÷ RelStorage" for b in catalogs),
+        "heap fetches", "planning ms", "execution ms",
+    ]  # fmt: skip
+    for size, entry in backends[catalogs[0]]["sizes"].items():
+        by_backend = {b: phases(backends[b]["sizes"][size]) for b in shown if b in backends}
+        for name, first in phases(entry).items():
+            timings = {b: by_backend[b].get(name) for b in by_backend}
+            pg = timings.get("pgcatalog") or {}
+            out += [f"### {size} documents, {name}", "", "| " + " | ".join(header) + " |"]
+            out.append("|---" * len(header) + "|")
+            for scenario, variants in first.items():
+                if scenario in NOT_SCENARIOS or not isinstance(variants, dict):
                     continue
                 for variant in ("bare", "listing"):
-                    ours = variants[variant]["median"]
-                    theirs = rs_phases.get(name, {}).get(scenario, {}).get(variant, {}).get("median")
-                    facts = plans.get(scenario, {}).get(variant, {})
-                    ratio = f"{ours / theirs:.2f}x" if theirs else "-"
-                    out.append(
-                        f"| {scenario} {variant} | {ours:.2f} | {f'{theirs:.2f}' if theirs else '-'} | {ratio} | "
-                        f"{facts.get('heap_fetches', '-')} | {facts.get('planning_ms', 0):.2f} | "
-                        f"{facts.get('execution_ms', 0):.2f} |"
-                    )
+                    values = {b: median(timings.get(b), scenario, variant) for b in shown}
+                    theirs = values["relstorage"]
+                    ratios = [f"{values[b] / theirs:.2f}x" if theirs and values[b] else "-" for b in catalogs]
+                    facts = (pg.get("plans") or {}).get(scenario, {}).get(variant)
+                    plan = ["-"] * 3 if not facts else [
+                        str(facts.get("heap_fetches", "-")), f"{facts.get('planning_ms', 0):.2f}",
+                        f"{facts.get('execution_ms', 0):.2f}",
+                    ]  # fmt: skip
+                    cells = [f"{scenario} {variant}", *(ms(values[b]) for b in shown), *ratios, *plan]
+                    out.append("| " + " | ".join(cells) + " |")
             out.append("")
-            python = timings.get("python_before_sql_us")
+            python = pg.get("python_before_sql_us")
             if python:
                 out.append(
                     "- catalog's Python before its first statement, a repeated query (µs, median): "
                     + ", ".join(f"{name} {us:.0f}" for name, us in python.items() if us is not None)
                 )
-            prepared = timings.get("prepared")
+            prepared = pg.get("prepared")
             if prepared:
                 out.append(
                     f"- prepared statements on the searches' connection: {prepared['statements']}, "
                     f"{prepared['generic_plans']} executions with a generic plan, {prepared['custom_plans']} "
                     f"with a custom one (planned each time); {prepared['mostly_custom']} statements mostly custom"
                 )
-            for backend, state in (("pgcatalog", timings.get("table")), ("RelStorage", rs_phases.get(name, {}).get("table"))):
-                line = _table_line(backend, state)
+            cache = (timings.get("peer") or {}).get("query_cache")
+            if cache:
+                out.append(
+                    f"- peer's query result cache (its process so far): {'on' if cache['enabled'] else 'off'}, "
+                    f"{cache['hits']} hits, {cache['misses']} misses, {cache['invalidations']} invalidations"
+                )
+            for backend in shown:
+                line = _table_line(NAMES[backend], (timings.get(backend) or {}).get("table"))
                 if line:
                     out.append(f"- {line}")
             out.append("")

@@ -18,9 +18,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as ticker  # noqa: E402
 
 
-COLORS = {"pgcatalog": "#1f77b4", "floor": "#9ecae1", "relstorage": "#d62728", "filestorage": "#ff7f0e"}
-QUERY_BACKENDS = ("pgcatalog", "floor", "relstorage", "filestorage")
-WRITE_BACKENDS = ("pgcatalog", "relstorage", "filestorage")
+COLORS = {
+    "pgcatalog": "#1f77b4", "floor": "#9ecae1", "peer": "#2ca02c", "relstorage": "#d62728",
+    "filestorage": "#ff7f0e",
+}  # fmt: skip
+QUERY_BACKENDS = ("pgcatalog", "floor", "peer", "relstorage", "filestorage")
+WRITE_BACKENDS = ("pgcatalog", "peer", "relstorage", "filestorage")
 
 
 def plain_log_axis(axis) -> None:

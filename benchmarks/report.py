@@ -20,8 +20,8 @@ from workload import scenarios
 import plots
 
 
-WRITE_BACKENDS = ("pgcatalog", "relstorage", "filestorage")
-QUERY_BACKENDS = ("pgcatalog", "floor", "relstorage", "filestorage")
+WRITE_BACKENDS = ("pgcatalog", "peer", "relstorage", "filestorage")
+QUERY_BACKENDS = ("pgcatalog", "floor", "peer", "relstorage", "filestorage")
 
 
 def ms(value: float | None) -> str:
@@ -47,6 +47,16 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def peer_note(results: dict) -> list[str]:
+    if "peer" not in results["backends"]:
+        return []
+    return [
+        f"*peer*: the PyPI distribution plone-pgcatalog, `{results['meta'].get('peer', '?')}` (other",
+        "authors, the same import name), from a venv of its own, its query result cache on.",
+        "",
+    ]
+
+
 def header_section(results: dict) -> list[str]:
     meta = results["meta"]
     settings = meta["settings"]
@@ -59,6 +69,7 @@ def header_section(results: dict) -> list[str]:
         "statements plone.pgcatalog sends, timed alone on a plain psycopg connection.",
         "Written by `benchmarks/run.py`; see `benchmarks/README.md` to run it.",
         "",
+        *peer_note(results),
         f"- Run: {meta['timestamp']}, mode `{meta['mode']}`, commit `{meta['git_commit']}`, "
         f"{meta.get('wall_s', 0) / 60:.1f} min in all",
         f"- Machine: {meta['machine']}; Python {meta['python']}; PostgreSQL {meta.get('postgresql', '?')} "
@@ -190,7 +201,7 @@ def found(results: dict, backend: str, size: int, scenario: str) -> dict | None:
 def agreement(results: dict, size: int, scenario: str) -> str:
     """The result count, or the differing counts of each backend."""
     counts = {}
-    for backend in ("pgcatalog", "relstorage", "filestorage"):
+    for backend in ("pgcatalog", "peer", "relstorage", "filestorage"):
         info = found(results, backend, size, scenario)
         if info is not None:
             counts[backend] = (info["len"], info["actual_result_count"])
@@ -204,18 +215,19 @@ def agreement(results: dict, size: int, scenario: str) -> str:
 def queries_section(results: dict, size: int) -> list[str]:
     backends = [b for b in QUERY_BACKENDS if b == "floor" and "pgcatalog" in results["backends"]
                 or b in results["backends"]]  # fmt: skip
+    catalogs = [b for b in ("pgcatalog", "peer") if b in results["backends"]]
     rows = []
     for scenario in scenarios():
         for variant in VARIANTS:
             values = {b: query_median(results, b, size, scenario.name, variant) for b in backends}
             rows.append(
                 [scenario.label, variant, *(ms(values[b]) for b in backends),
-                 times(ratio(values.get("relstorage"), values.get("pgcatalog"))),
+                 *(times(ratio(values.get("relstorage"), values.get(b))) for b in catalogs),
                  times(ratio(values.get("pgcatalog"), values.get("floor"))),
                  agreement(results, size, scenario.name) if variant == "bare" else ""]
             )  # fmt: skip
-    header = ["Scenario", "Variant", *(f"{LABELS[b]} ms" for b in backends), "RelStorage ÷ pgcatalog",
-              "pgcatalog ÷ floor", "Results"]  # fmt: skip
+    header = ["Scenario", "Variant", *(f"{LABELS[b]} ms" for b in backends),
+              *(f"RelStorage ÷ {b}" for b in catalogs), "pgcatalog ÷ floor", "Results"]  # fmt: skip
     return [
         f"## Queries at {size:,} documents",
         "",

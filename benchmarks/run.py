@@ -5,7 +5,9 @@
     .venv/bin/python benchmarks/run.py --docs 500 1000 --backends pgcatalog relstorage
 
 Each backend (plone.pgcatalog on zodb-pgjsonb, ZCatalog on RelStorage,
-ZCatalog on FileStorage) runs in its own process on a fresh database of
+ZCatalog on FileStorage, and ``peer``: the published PyPI distribution
+``plone-pgcatalog`` of other authors, same import name, from its own venv
+``.venv-peer``) runs in its own process on a fresh database of
 the server ``PGCATALOG_BENCH_DSN`` names (or of an embedded ``pgserver``).
 The SQL floor is timed inside the pgcatalog process.  Results go to
 ``benchmarks/results/<timestamp>.json`` (and ``latest.json``); the report
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -34,7 +37,15 @@ import time
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
-BACKENDS = ("pgcatalog", "relstorage", "filestorage")
+BACKENDS = ("pgcatalog", "relstorage", "filestorage", "peer")
+DEFAULT_BACKENDS = ("pgcatalog", "relstorage", "filestorage")
+# The peer: PyPI's plone-pgcatalog (bluedynamics), whose import name is ours
+# too, so it runs from a venv of its own.  Plone as our constraints pin it;
+# psycopg (for floor.py's table statistics) comes with it.
+PEER_VENV = ROOT / ".venv-peer"
+PEER_REQUIREMENTS = ("plone-pgcatalog==1.0.0rc9", "Products.CMFPlone", "plone.app.contenttypes", "setuptools")
+# its process-wide query result cache, on (200 entries is its default)
+PEER_ENV = {"PGCATALOG_QUERY_CACHE_SIZE": "200"}
 MODES = {
     "quick": {"sizes": [500, 2000], "rebuild_at": 2000},
     "full": {"sizes": [500, 5000, 20000], "rebuild_at": 5000},
@@ -56,7 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--docs", type=int, nargs="+", help="document counts to query at (overrides the mode)"
     )
-    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
+    parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(DEFAULT_BACKENDS))
     parser.add_argument("--timed-docs", type=int, default=500, help="documents created one transaction each")
     parser.add_argument("--rebuild-at", type=int, help="time clearFindAndRebuild at this document count")
     parser.add_argument("--iterations", type=int, default=50)
@@ -89,8 +100,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run_backend(backend: str, server_dsn: str, settings: dict, out: Path) -> dict:
-    """Run the worker for *backend* in a subprocess; return its results."""
+def peer_python() -> Path:
+    """``.venv-peer``'s Python: the venv made (from this Python's base) and
+    the peer installed into it with our constraints, when missing or when
+    ``PEER_REQUIREMENTS`` or ``constraints.txt`` changed since."""
+    python = PEER_VENV / "bin" / "python"
+    stamp = PEER_VENV / ".peer-installed"
+    constraints = ROOT / "constraints.txt"
+    want = hashlib.sha256(constraints.read_bytes() + " ".join(PEER_REQUIREMENTS).encode()).hexdigest()
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+    if not stamp.exists() or stamp.read_text() != want:
+        print(f"Installing {PEER_REQUIREMENTS[0]} into {PEER_VENV.name} ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+             "-c", str(constraints), *PEER_REQUIREMENTS],
+            check=True,
+        )  # fmt: skip
+        stamp.write_text(want)
+        print(f"Installed in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+    return python
+
+
+def run_backend(
+    backend: str, server_dsn: str, settings: dict, out: Path, python: str = sys.executable
+) -> dict:
+    """Run the worker for *backend* in a subprocess of *python* (``peer``:
+    with its cache settings too); return its results."""
     home = Path(tempfile.mkdtemp(prefix=f"pgcatalog-bench-{backend}-"))
     try:
         with contextlib.ExitStack() as stack:
@@ -101,7 +138,8 @@ def run_backend(backend: str, server_dsn: str, settings: dict, out: Path) -> dic
             config_file = home / "bench-config.json"
             config_file.write_text(json.dumps(config))
             started = time.perf_counter()
-            subprocess.run([sys.executable, str(HERE / "worker.py"), str(config_file)], check=True, cwd=HERE)
+            env = {**os.environ, **PEER_ENV} if backend == "peer" else None
+            subprocess.run([python, str(HERE / "worker.py"), str(config_file)], check=True, cwd=HERE, env=env)
             result = json.loads(out.read_text())
             result["wall_s"] = time.perf_counter() - started
             return result
@@ -151,6 +189,10 @@ def run(args: argparse.Namespace) -> dict:
         },
         "backends": {},
     }
+    pythons = {}
+    if "peer" in args.backends:
+        pythons["peer"] = str(peer_python())
+        results["meta"]["peer"] = PEER_REQUIREMENTS[0]
     started = time.perf_counter()
     with pg_server() as server_dsn:
         results["meta"]["postgresql"] = server_version(server_dsn)
@@ -159,7 +201,9 @@ def run(args: argparse.Namespace) -> dict:
         )
         for backend in args.backends:
             out = RESULTS / f"{stamp}-{backend}.json"
-            results["backends"][backend] = run_backend(backend, server_dsn, settings, out)
+            results["backends"][backend] = run_backend(
+                backend, server_dsn, settings, out, pythons.get(backend, sys.executable)
+            )
             out.unlink()
     results["meta"]["wall_s"] = time.perf_counter() - started
     path = RESULTS / f"{stamp}.json"
@@ -181,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.report_only:
             (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))
         print("Report: docs/benchmarks.md")
-    print(report.targets_text(results))
+    if "pgcatalog" in results["backends"]:  # the targets are pgcatalog's
+        print(report.targets_text(results))
     return 0
 
 

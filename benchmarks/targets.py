@@ -18,6 +18,7 @@ LABELS = {
     "floor": "SQL floor",
     "relstorage": "ZCatalog/RelStorage",
     "filestorage": "ZCatalog/FileStorage",
+    "peer": "peer (PyPI plone-pgcatalog)",
 }
 VARIANTS = ("bare", "listing")
 SMALL_SITE = 500

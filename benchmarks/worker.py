@@ -8,6 +8,12 @@ and ``out`` (where to write the results), and optionally ``after_writes``
 (``"thread"`` or ``"same"``) and ``first_in_request`` (see
 ``publisher.py``) and ``vacuum`` (``"each"``, ``"autovacuum"`` or
 ``"settled"``, see :meth:`Worker.settle`).  ``run.py`` starts it.
+
+``backend`` ``peer`` (PyPI's ``plone-pgcatalog``, from its own venv) has
+none of what reads our catalog's insides (the SQL floor and the captured
+statements' plans, the Python before the first statement, the prepared
+statements): those are ``None``; its phases record its query result
+cache's counters instead (``query_cache``).
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ class Worker:
     def build(self) -> None:
         home = Path(self.config["home"])
         conf = zopesite.write_config(self.backend, home, self.config.get("dsn"))
-        self.app = zopesite.start_zope(conf)
+        self.app = zopesite.start_zope(conf, peer=self.backend == "peer")
         elapsed, self.site = time_once(lambda: zopesite.create_site(self.app, self.backend))
         self.result["site_creation_s"] = elapsed / 1000.0
         log(f"{self.backend}: site created in {elapsed / 1000:.1f}s")
@@ -172,7 +178,7 @@ class Worker:
 
     def phase(self, writes: str | None = None, requests: bool = False) -> dict:
         """:meth:`settle`, :meth:`query_phase`, then the table's state
-        before and after, and (pgcatalog) :meth:`plan_phase`."""
+        before and after, and (pgcatalog) :meth:`plan_phase` (peer: None)."""
         self.settle()
         dsn = self.config.get("dsn")
         before = table_state(dsn) if dsn else None
@@ -183,7 +189,19 @@ class Worker:
             timings["python_before_sql_us"] = self.python_before_sql()
             timings["prepared"] = self.prepared_plans()
             timings["plans"] = self.plan_phase()
+        elif self.backend == "peer":
+            timings.update(
+                python_before_sql_us=None, prepared=None, plans=None, query_cache=self.peer_cache()
+            )
         return timings
+
+    def peer_cache(self) -> dict:
+        """The peer's query result cache so far in this process: on or
+        not, hits, misses, invalidations (catalog changes)."""
+        from plone.pgcatalog.cache import get_query_cache  # the peer's own module
+
+        stats = get_query_cache().stats()
+        return {key: stats[key] for key in ("enabled", "max_entries", "hits", "misses", "invalidations")}
 
     def python_before_sql(self) -> dict:
         """Per scenario, the median microseconds from ``searchResults``
@@ -398,6 +416,8 @@ class Worker:
                 entry["floor"] = self.floor_phase(size)
                 if config.get("profile"):
                     self.profile(size)
+            elif self.backend == "peer":
+                entry["floor"] = None
             for name, writes, requests in self.modes():
                 log(f"{self.backend}: queries at {size} docs, {name}")
                 entry.setdefault("modes", {})[name] = self.phase(writes, requests)

@@ -4,7 +4,11 @@ Backends:
 
 - ``pgcatalog``: plone.pgcatalog on zodb-pgjsonb;
 - ``relstorage``: stock ZCatalog on RelStorage (history-free, PostgreSQL);
-- ``filestorage``: stock ZCatalog on FileStorage.
+- ``filestorage``: stock ZCatalog on FileStorage;
+- ``peer``: the published PyPI ``plone-pgcatalog`` (other authors, the same
+  import name ``plone.pgcatalog``) on zodb-pgjsonb, run from its own venv
+  (``run.py``'s ``peer_python``): loaded by Plone's autoinclude and
+  installed by its ``plone.pgcatalog:default`` profile, as its README says.
 
 All use a ZODB cache of 400 objects, as the issue asks.
 """
@@ -23,7 +27,7 @@ from workload import TRANSITIONS
 import transaction
 
 
-BACKENDS = ("pgcatalog", "relstorage", "filestorage")
+BACKENDS = ("pgcatalog", "relstorage", "filestorage", "peer")
 CACHE_SIZE = 400
 MANAGER = "admin"
 
@@ -56,11 +60,14 @@ default-zpublisher-encoding utf-8
 </zodb_db>
 """
 
-STORAGES = {
-    "pgcatalog": """    <pgjsonb>
+PGJSONB = """    <pgjsonb>
         dsn {dsn}
         cache-warm-pct 0
-    </pgjsonb>""",
+    </pgjsonb>"""
+
+STORAGES = {
+    "pgcatalog": PGJSONB,
+    "peer": PGJSONB,
     "relstorage": """    <relstorage>
         keep-history false
         <postgresql>
@@ -72,7 +79,12 @@ STORAGES = {
     </filestorage>""",
 }
 
-IMPORTS = {"pgcatalog": "%import zodb_pgjsonb", "relstorage": "%import relstorage", "filestorage": ""}
+IMPORTS = {
+    "pgcatalog": "%import zodb_pgjsonb",
+    "peer": "%import zodb_pgjsonb",
+    "relstorage": "%import relstorage",
+    "filestorage": "",
+}
 
 BASE_DATE = DateTime("2021/01/01 09:00:00 UTC")
 
@@ -90,9 +102,10 @@ def write_config(backend: str, home: Path, dsn: str | None) -> Path:
     return conf
 
 
-def start_zope(conf: Path) -> Any:
+def start_zope(conf: Path, peer: bool = False) -> Any:
     """Start Zope from *conf*; return the root application, wrapped in a
-    request (the global request too) and logged in as a Manager."""
+    request (the global request too) and logged in as a Manager.  The
+    *peer* registers its state processor itself, when the database opens."""
     from Testing.makerequest import makerequest
     from zope.globalrequest import setRequest
     from Zope2.Startup.run import make_wsgi_app
@@ -103,7 +116,7 @@ def start_zope(conf: Path) -> Any:
     app = makerequest(Zope2.app())
     setRequest(app.REQUEST)
     storage = app._p_jar.db().storage
-    if hasattr(storage, "register_state_processor"):
+    if hasattr(storage, "register_state_processor") and not peer:
         from plone.pgcatalog.processor import ensure_processor
 
         ensure_processor(storage)
@@ -121,12 +134,13 @@ def login(app) -> None:
 
 
 def create_site(app, backend: str) -> Any:
-    """Add the Plone site (and commit); pgcatalog gets its profile."""
+    """Add the Plone site (and commit); pgcatalog and the peer get their
+    profile (both are ``plone.pgcatalog:default``)."""
     from Products.CMFPlone.factory import addPloneSite
     from zope.component.hooks import setSite
 
     profiles = ["plone.app.contenttypes:default"]
-    if backend == "pgcatalog":
+    if backend in ("pgcatalog", "peer"):
         profiles.append("plone.pgcatalog:default")
     site = addPloneSite(
         app, SITE_ID, title="Benchmark", setup_content=False, default_language="en",
