@@ -44,7 +44,7 @@ from typing import Any
 import threading
 
 
-__all__ = ["Count", "count_column"]
+__all__ = ["Count", "count_column", "statement_key"]
 
 SIZE = 1024
 """Counts remembered per process (the least recently used go first)."""
@@ -74,22 +74,31 @@ class Count:
                 _counts.popitem(last=False)
 
 
+def statement_key(where: str, params: list) -> Hashable | None:
+    """What identifies the count of ``ROWS WHERE where`` with *params* in
+    a catalog, or None where a parameter has no dependable value to
+    compare (it is then counted every time).  A search makes it once per
+    query (:class:`~plone.pgcatalog.search.Plan`)."""
+    return _key(where, params)
+
+
 def count_column(
-    catalog: Any, where: str, params: list, reads: Iterable[str], window: bool = False
+    catalog: Any, where: str, params: list, reads: Iterable[str], key: Hashable | None, window: bool = False
 ) -> Count:
     """The count of ``ROWS WHERE where`` as a column of a statement over
     the catalog rows of tool *catalog*, with the generation after it (of
     what *where* reads: :attr:`IndexDef.changes <plone.pgcatalog.registry.IndexDef.changes>`).
-    Where no count is remembered the statement counts in a subquery or,
-    with *window*, in a window over the matches it reads anyway."""
+    *key* is :func:`statement_key` of *where* and *params*.  Where no count
+    is remembered the statement counts in a subquery or, with *window*, in
+    a window over the matches it reads anyway."""
     subquery = f"(SELECT count(*) FROM {ROWS} WHERE {where})"
     counting, counting_params = ("count(*) OVER ()", []) if window else (subquery, params)
     pending = get_pending()
-    key = None
-    if pending is None or not (has_changes(pending) or pending.reordered):
-        key = _key(storage_dsn(catalog), site_path(catalog), where, params)
+    if pending is not None and (has_changes(pending) or pending.reordered):
+        key = None  # this transaction's own changes are in the count
     if key is None:
         return Count(f"{counting}, NULL::text", counting_params, None)
+    key = (storage_dsn(catalog), site_path(catalog), key)
     generation = generation_sql(frozenset(reads))
     with _lock:
         known = _counts.get(key)

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from collections.abc import Callable
+from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.counts import count_column
+from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
@@ -51,7 +53,7 @@ from typing import Any
 from ZTUtils.Lazy import LazyCat
 
 
-__all__ = ["Catalog", "all_records", "search"]
+__all__ = ["Catalog", "Plan", "all_records", "search"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,30 @@ def refuse_unserved(tool: Any, query: dict) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Plan:
+    """What every search of one query needs before its first statement,
+    made once per query and kept with its statement (:mod:`~plone.pgcatalog.query.cache`):
+    a listing asked again costs no compiling, ordering or count key."""
+
+    stmt: Statement
+    ordering: Ordering
+    matched: str  # WHERE of every match (ZCatalog's rlen counts rows without a sort key too)
+    where: str  # WHERE of the matches with every sort key
+    reads: frozenset[str]  # what they read, as the change stamps name it
+    count_key: Hashable | None  # counts.statement_key of where
+
+
+def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan | None:
+    if stmt is None:
+        return None
+    ordering = add_sort(stmt, spec)
+    where = ordering.where_sql(stmt)
+    return Plan(
+        stmt, ordering, stmt.where_sql(), where, frozenset(stmt.reads | ordering.reads), statement_key(where, stmt.params)
+    )
+
+
 def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     """ZCatalog's search over a merged query dict."""
     odd = [key for key in query if not isinstance(key, str)]
@@ -104,20 +130,17 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     asked = query  # batching options as given (canonical() makes tuples lists)
     query = canonical(query)
     try:
-        stmt = compiled(catalog.tool, query, defs, lexicons, catalog.path)
+        plan = compiled(catalog.tool, query, defs, lexicons, catalog.path, partial(_plan, spec))
     except Fault as fault:
         if fault.before is None or _any(catalog, fault.before.where_sql(), fault.before.params):
             raise fault.error from None
         return LazyCat([])
-    if stmt is None:
+    if plan is None:
         return LazyCat([])
-    matched = stmt.where_sql()  # ZCatalog's rlen counts rows without a sort key too
-    ordering = add_sort(stmt, spec)
-    where = ordering.where_sql(stmt)  # the rows with every sort key
-    reads = stmt.reads | ordering.reads
+    stmt, ordering, where, reads = plan.stmt, plan.ordering, plan.where, plan.reads
 
     def count() -> int:
-        column = count_column(catalog.tool, where, stmt.params, reads)
+        column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key)
         number, generation = read(catalog.tool, *count_sql(column))[0]
         column.remember(number, generation)
         return number
@@ -128,7 +151,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         # ZCatalog reads these only once something matched, and gives up
         # on a sorted batch that starts past the matches before it slices
         if not _any(catalog, where, stmt.params) or (
-            spec and _starts_past(catalog, exc, matched, stmt.params)
+            spec and _starts_past(catalog, exc, plan.matched, stmt.params)
         ):
             return LazyCat([])
         raise
@@ -153,7 +176,14 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         select = _scored_select(catalog, stmt, ordering, where)
     else:
         select = _ordered_select(
-            catalog, where, ordering.order_sql(), stmt.params, reads, covered=stmt.covered, generic=stmt.selective
+            catalog,
+            where,
+            ordering.order_sql(),
+            stmt.params,
+            reads,
+            plan.count_key,
+            covered=stmt.covered,
+            generic=stmt.selective,
         )
 
     if b_size is None:
@@ -186,7 +216,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
 def all_records(catalog: Catalog) -> CatalogResults:
     """Every cataloged record, in record id order, unfiltered (ZCatalog's
     ``searchAll``)."""
-    return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", [], reads=()))
+    return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", [], (), statement_key(CATALOGED, [])))
 
 
 def _any(catalog: Catalog, where: str, params: list) -> bool:
@@ -200,11 +230,13 @@ def _ordered_select(
     order: str,
     params: list,
     reads: Iterable[str],
+    count_key: Hashable | None,
     covered: bool = False,
     generic: bool = False,
 ) -> Select:
     """A :data:`Select` over ``WHERE where ORDER BY order`` (which reads
-    *reads*: ``Statement.reads``).  Its count is
+    *reads*: ``Statement.reads``; *count_key* is
+    :func:`~plone.pgcatalog.counts.statement_key` of it).  Its count is
     one remembered since the catalog last changed (:mod:`~plone.pgcatalog.counts`),
     or else a window over the matches it reads anyway, or, where the
     statement is *covered*, a subquery that the covering index answers
@@ -217,7 +249,7 @@ def _ordered_select(
     def select(
         tail: str, tail_params: list, counted: bool = False, metadata: bool = False, first: int = 0
     ) -> list[Row]:
-        count = count_column(catalog.tool, where, params, reads, window=not covered) if counted else None
+        count = count_column(catalog.tool, where, params, reads, count_key, window=not covered) if counted else None
         sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
         rows = list(map(Row, read(catalog.tool, sql, all_params, generic=generic)))
         if count is not None and rows:

@@ -8,7 +8,8 @@ tool keeps the statements of its latest queries, per ZODB connection (a
 volatile attribute: one thread at a time; dropped when the tool changes,
 and when its index definitions do), keyed by the query as the compiler
 reads it.  A statement is not changed after it is built
-(:mod:`.statement`), so one serves every search of its query.
+(:mod:`.statement`), so one serves every search of its query; so does
+what the caller makes of it once (``planned``: the search's page plan).
 
 The key holds every value of the query.  Dates of the date indexes count
 to the minute, the precision those indexes compare at: the ``DateTime()``
@@ -21,6 +22,7 @@ index that compares it whole) compiles every time.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -41,18 +43,24 @@ used go first)."""
 _DATED = (r.DATE, r.DATE_RANGE, r.DATE_RECURRING)
 
 
-def compiled(
+def _itself(stmt: Statement | None) -> Any:
+    return stmt
+
+
+def compiled[T](
     tool: Any,
     query: dict,
     indexes: Mapping[str, r.IndexDef],
     lexicons: Mapping[str, Any],
     catalog_path: Sequence[str],
-) -> Statement | None:
-    """:func:`~.compiler.build` of *query*, or the statement built for the
-    same query before.  Its faults are raised every time (nothing is kept)."""
+    planned: Callable[[Statement | None], T] = _itself,
+) -> T:
+    """*planned* of :func:`~.compiler.build` of *query* (the statement
+    itself by default, None where nothing can match), or what it made of
+    the same query before.  Faults are raised every time (nothing is kept)."""
     key = query_key(query, indexes)
     if key is None:
-        return build(query, indexes, lexicons, catalog_path)
+        return planned(build(query, indexes, lexicons, catalog_path))
     # a text query is read by its lexicon's pipeline (a new one is a new tuple)
     pipelines = tuple((name, lexicon._pipeline) for name, lexicon in sorted(lexicons.items()))
     key = (key, tuple(catalog_path), tuple((name, id(pipeline)) for name, pipeline in pipelines))
@@ -65,12 +73,12 @@ def compiled(
     if found is not None and all(a is b for (_, a), (_, b) in zip(found[0], pipelines, strict=True)):
         statements.move_to_end(key)
         return found[1]
-    stmt = build(query, indexes, lexicons, catalog_path)
+    made = planned(build(query, indexes, lexicons, catalog_path))
     # the pipelines are kept with it: their ids in the key stay theirs
-    statements[key] = (pipelines, stmt)
+    statements[key] = (pipelines, made)
     while len(statements) > SIZE:
         statements.popitem(last=False)
-    return stmt
+    return made
 
 
 def query_key(query: dict, indexes: Mapping[str, r.IndexDef]) -> Hashable | None:
