@@ -67,10 +67,19 @@ def tables(results: dict) -> str:
         raise SystemExit("busy.py: the run has neither pgcatalog nor peer")
     shown = [*catalogs, "relstorage"]
     settings = results["meta"]["settings"]
+    writes = [
+        f"{NAMES[b]}: creation {backends[b]['create_ms_per_doc']['median']:.1f}, "
+        f"modification {backends[b]['modify_ms_per_doc']['median']:.1f} ms per document, "
+        f"rebuild of {backends[b]['rebuild']['docs']} {backends[b]['rebuild']['seconds']:.1f} s"
+        for b in shown
+        if b in backends and backends[b].get("rebuild")
+    ]
     out = [
         f"Run {results['meta']['timestamp']} at {results['meta']['git_commit']}, "
         f"vacuum: {settings.get('vacuum', 'each')}, after writes: {settings.get('after_writes')}, "
         f"first in request: {settings.get('first_in_request')}",
+        "",
+        *(f"- writes, {line}" for line in writes),
         "",
     ]
     header = [
@@ -104,6 +113,18 @@ def tables(results: dict) -> str:
                 out.append(
                     "- catalog's Python before its first statement, a repeated query (µs, median): "
                     + ", ".join(f"{name} {us:.0f}" for name, us in python.items() if us is not None)
+                )
+            edits = {b: (timings.get(b) or {}).get("writes_ms") for b in shown}
+            if edits.get("relstorage"):
+                theirs = edits["relstorage"]["median"]
+                out.append(
+                    "- the edit before each query (`reindexObject`, committed; ms, median): "
+                    + ", ".join(
+                        f"{NAMES[b]} {w['median']:.2f}"
+                        + ("" if b == "relstorage" else f" ({w['median'] / theirs:.2f}x)")
+                        for b, w in edits.items()
+                        if w
+                    )
                 )
             prepared = pg.get("prepared")
             if prepared:

@@ -32,3 +32,25 @@ class BatchTest(unittest.TestCase):
     def test_huge_numbers_stay_python_until_sql(self):
         self.assertEqual(_bounded(2**80), 2**40)
         self.assertEqual(_bounded(7), 7)
+
+
+class EffectiveRangeTest(unittest.TestCase):
+    """Plone's effective range term: now, as DateRangeIndex counts it."""
+
+    def test_one_date_per_minute(self):
+        from DateTime import DateTime
+        from plone.pgcatalog import tool
+        from plone.pgcatalog.values import range_minutes
+        from unittest import mock
+
+        start = 29_916_667 * 60.0  # a minute's first second
+        for now in (start - 0.001, start, start + 59.999):
+            with mock.patch.object(tool.time, "time", return_value=now):
+                first = tool.this_minute()
+                self.assertIs(tool.this_minute(), first)
+            # the minute DateRangeIndex compares of a DateTime() made then
+            self.assertEqual(range_minutes(first), range_minutes(DateTime(now)))
+        with mock.patch.object(tool.time, "time", return_value=start + 30):
+            self.assertIs(tool.this_minute(), first)  # the same minute as the last
+        with mock.patch.object(tool.time, "time", return_value=start + 60):
+            self.assertEqual(range_minutes(tool.this_minute()), range_minutes(first) + 1)

@@ -85,9 +85,7 @@ def query_key(query: dict, indexes: Mapping[str, r.IndexDef]) -> Hashable | None
     """A key of *query* (string keys, as ``search`` checked) equal for
     queries the compiler reads alike, or None."""
     try:
-        return tuple(
-            sorted((name, _frozen(value, _dated(indexes.get(name)))) for name, value in query.items())
-        )
+        return tuple([(name, _frozen(query[name], _dated(indexes.get(name)))) for name in sorted(query)])
     except TypeError:
         return None
 
@@ -99,8 +97,15 @@ def _dated(index: r.IndexDef | None) -> bool:
 def _frozen(value: Any, dated: bool) -> Hashable:
     """*value* as a key: its type with it (``1``, ``True`` and ``1.0`` are
     equal in Python, not in SQL)."""
-    if type(value) is str:
+    kind = type(value)
+    if kind is str:
         return value  # the most common, and no tuple is equal to it
+    if kind is int or kind is bool:
+        return (kind, value)
+    if kind is list or kind is tuple or isinstance(value, (list, tuple)):
+        return (list, tuple([_frozen(item, dated) for item in value]))
+    if kind is dict or isinstance(value, (dict, record)):
+        return (dict, tuple([(key, _frozen(value[key], dated)) for key in sorted(value.keys())]))
     if isinstance(value, DateTime):
         if not dated:
             raise TypeError("a date compared whole")
@@ -108,11 +113,6 @@ def _frozen(value: Any, dated: bool) -> Hashable:
         # the minute as DateIndex (UTC, floor) and DateRangeIndex
         # (towards zero) count it: equal where both are
         return (DateTime, millis // 60000, int(millis / 60000))
-    if isinstance(value, (dict, record)):
-        return (dict, tuple(sorted((key, _frozen(value[key], dated)) for key in value.keys())))
-    if isinstance(value, (list, tuple)):
-        return (list, tuple(_frozen(item, dated) for item in value))
-    kind = type(value)
     if kind.__hash__ is None or kind.__hash__ is object.__hash__ or hasattr(value, "timetuple"):
         raise TypeError(f"no value key for {kind.__name__}")
     return (kind, value)
