@@ -78,14 +78,14 @@ class ZMITest(CatalogTestCase):
         report.clear()
         clock = iter(range(10**6))  # each search takes as long as its number
         with mock.patch.object(report.time, "perf_counter", lambda: 0):
-            with report.searching({"portal_type": "x"}):
-                pass
+            report.searching({"portal_type": "x"}, lambda query: None)
         for i in range(report.KEEP + 10):
             start = next(clock)
             ticks = iter([start, start + i + 1])
             with mock.patch.object(report.time, "perf_counter", lambda ticks=ticks: next(ticks)):
-                with report.searching({f"index_{i}": 1}):
-                    report.note_statement("SELECT 1", [], 0.001 * i)
+                report.searching(
+                    {f"index_{i}": 1}, lambda query, i=i: report.note_statement("SELECT 1", [], 0.001 * i)
+                )
         kept = report.entries()
         self.assertEqual(len(kept), report.KEEP)
         self.assertEqual(kept[0].key, f"index_{report.KEEP + 9}")  # slowest first

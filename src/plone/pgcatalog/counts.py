@@ -83,12 +83,19 @@ def statement_key(where: str, params: list) -> Hashable | None:
 
 
 def count_column(
-    catalog: Any, where: str, params: list, reads: Iterable[str], key: Hashable | None, window: bool = False
+    catalog: Any,
+    where: str,
+    params: list,
+    reads: Iterable[str],
+    key: Hashable | None,
+    window: bool = False,
+    site: str | None = None,
 ) -> Count:
     """The count of ``ROWS WHERE where`` as a column of a statement over
     the catalog rows of tool *catalog*, with the generation after it (of
     what *where* reads: :attr:`IndexDef.changes <plone.pgcatalog.registry.IndexDef.changes>`).
-    *key* is :func:`statement_key` of *where* and *params*.  Where no count
+    *key* is :func:`statement_key` of *where* and *params*; *site* the
+    path of the catalog's site, where the caller knows it.  Where no count
     is remembered the statement counts in a subquery or, with *window*, in
     a window over the matches it reads anyway."""
     subquery = f"(SELECT count(*) FROM {ROWS} WHERE {where})"
@@ -98,7 +105,7 @@ def count_column(
         key = None  # this transaction's own changes are in the count
     if key is None:
         return Count(f"{counting}, NULL::text", counting_params, None)
-    key = (storage_dsn(catalog), site_path(catalog), key)
+    key = (storage_dsn(catalog), site_path(catalog) if site is None else site, key)
     generation = generation_sql(frozenset(reads))
     with _lock:
         known = _counts.get(key)

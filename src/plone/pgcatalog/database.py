@@ -35,13 +35,14 @@ from plone.pgcatalog.values import array_literal
 __all__ = ["cataloged_rows", "load_metadata", "read", "select", "site_path"]
 
 
-def read(context: Any, sql: str, params: list, **options) -> list[tuple]:
-    """Rows of *sql*, which reads the catalog rows as ``ROWS``; *options*
+def read(context: Any, sql: str, params: list, site: str | None = None, **options) -> list[tuple]:
+    """Rows of *sql*, which reads the catalog rows as ``ROWS`` (of the site
+    at path *site*: by default, :func:`site_path` of *context*); *options*
     as for :func:`~plone.pgcatalog.connection.fetch`."""
     pending = get_pending()
     if pending is not None and pending.reordered:
         refresh_positions(context)  # folders reordered since: positions first
-    sql, head = catalog_sql(sql, pending, site_path(context))
+    sql, head = catalog_sql(sql, pending, site_path(context) if site is None else site)
     started = time.perf_counter()
     rows = fetch(context, sql, [*head, *params], **options)
     note_statement(sql, [*head, *params], time.perf_counter() - started)

@@ -9,10 +9,10 @@ requests stay read-only), grouped by the shape of their query, at most
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import lru_cache
 from plone.pgcatalog.connection import fetch
 from typing import Any
 
@@ -49,23 +49,28 @@ class Entry:
 
 def _shape(query: dict) -> str:
     """The query's indexes and options, without their values."""
+    return _shape_of(
+        tuple([(name, tuple(value) if isinstance(value, dict) else ()) for name, value in query.items()])
+    )
+
+
+@lru_cache(maxsize=256)
+def _shape_of(names: tuple[tuple[Any, tuple], ...]) -> str:
     parts = []
-    for name in sorted(query, key=str):
-        value = query[name]
-        options = sorted(str(k) for k in value if k != "query") if isinstance(value, dict) else []
+    for name, keys in sorted(names, key=lambda part: str(part[0])):
+        options = sorted(str(k) for k in keys if k != "query")
         parts.append(f"{name}({', '.join(options)})" if options else str(name))
     return ", ".join(parts)
 
 
-@contextmanager
-def searching(query: dict) -> Iterator[None]:
-    """Time the statements of one search of *query* and keep the search if
-    it is among the slowest."""
+def searching[T](query: dict, search: Callable[[dict], T]) -> T:
+    """*search* of *query*, its statements timed; the search is kept if it
+    is among the slowest."""
     statements: list = []
     token = _statements.set(statements)
     started = time.perf_counter()
     try:
-        yield
+        return search(query)
     finally:
         _statements.reset(token)
         _note(_shape(query), time.perf_counter() - started, statements)

@@ -25,6 +25,7 @@ from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
+from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.query import add_sort
@@ -65,6 +66,7 @@ class Catalog:
     indexes: Mapping[str, r.IndexDef]
     columns: tuple[str, ...]  # metadata
     lexicons: Callable[[], dict]  # by id; asked for by text queries only
+    site: str  # the path of its site (database.site_path): its rows are below it
 
 
 # A select of a search's rows: select(tail, params, counted=False,
@@ -103,6 +105,7 @@ class Plan:
     where: str  # WHERE of the matches with every sort key
     reads: frozenset[str]  # what they read, as the change stamps name it
     count_key: Hashable | None  # counts.statement_key of where
+    ranked: tuple[str, list] | None  # relevance.ranked_sql over the committed rows, for a text query
 
 
 def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan | None:
@@ -110,8 +113,15 @@ def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan |
         return None
     ordering = add_sort(stmt, spec)
     where = ordering.where_sql(stmt)
+    ranked = ranked_sql(ordering.scored, where, stmt.params, None) if ordering.scored else None
     return Plan(
-        stmt, ordering, stmt.where_sql(), where, frozenset(stmt.reads | ordering.reads), statement_key(where, stmt.params)
+        stmt,
+        ordering,
+        stmt.where_sql(),
+        where,
+        frozenset(stmt.reads | ordering.reads),
+        statement_key(where, stmt.params),
+        ranked,
     )
 
 
@@ -140,8 +150,8 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     stmt, ordering, where, reads = plan.stmt, plan.ordering, plan.where, plan.reads
 
     def count() -> int:
-        column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key)
-        number, generation = read(catalog.tool, *count_sql(column))[0]
+        column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, site=catalog.site)
+        number, generation = read(catalog.tool, *count_sql(column), site=catalog.site)[0]
         column.remember(number, generation)
         return number
 
@@ -173,7 +183,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             limit = b_start + b_size
 
     if ordering.scored:
-        select = _scored_select(catalog, stmt, ordering, where)
+        select = _scored_select(catalog, plan)
     else:
         select = _ordered_select(
             catalog,
@@ -197,7 +207,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         metadata = 0 < size <= MAX_PAGE
         if size and ordering.walks(offset + size):
             sql, params = top_sql(stmt, ordering, offset + size, offset, metadata)
-            rows = list(map(Row, read(catalog.tool, sql, params, generic=True)))
+            rows = list(map(Row, read(catalog.tool, sql, params, site=catalog.site, generic=True)))
         else:
             rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
@@ -216,7 +226,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
 def all_records(catalog: Catalog) -> CatalogResults:
     """Every cataloged record, in record id order, unfiltered (ZCatalog's
     ``searchAll``)."""
-    return _all_matches(catalog, _ordered_select(catalog, CATALOGED, "zoid", [], (), statement_key(CATALOGED, [])))
+    return _all_matches(
+        catalog, _ordered_select(catalog, CATALOGED, "zoid", [], (), statement_key(CATALOGED, []))
+    )
 
 
 def _any(catalog: Catalog, where: str, params: list) -> bool:
@@ -249,9 +261,11 @@ def _ordered_select(
     def select(
         tail: str, tail_params: list, counted: bool = False, metadata: bool = False, first: int = 0
     ) -> list[Row]:
-        count = count_column(catalog.tool, where, params, reads, count_key, window=not covered) if counted else None
+        count = None
+        if counted:
+            count = count_column(catalog.tool, where, params, reads, count_key, not covered, catalog.site)
         sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
-        rows = list(map(Row, read(catalog.tool, sql, all_params, generic=generic)))
+        rows = list(map(Row, read(catalog.tool, sql, all_params, site=catalog.site, generic=generic)))
         if count is not None and rows:
             count.remember(rows[0].count, rows[0].generation)
         return rows
@@ -259,11 +273,17 @@ def _ordered_select(
     return select
 
 
-def _scored_select(catalog: Catalog, stmt: Statement, ordering: Ordering, where: str) -> Select:
-    """A :data:`Select` over the matches in order of their relevance
-    (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
+def _scored_select(catalog: Catalog, plan: Plan) -> Select:
+    """A :data:`Select` over the matches of *plan* in order of their
+    relevance (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
     ``data_record_score_`` and ``data_record_normalized_score_``."""
-    head, head_params = ranked_sql(ordering.scored, where, stmt.params, get_pending())
+    stmt, pending = plan.stmt, get_pending()
+    # the index's statistics are read as this transaction sees them
+    head, head_params = (
+        ranked_sql(plan.ordering.scored, plan.where, stmt.params, pending)
+        if has_changes(pending)
+        else plan.ranked
+    )
 
     def select(
         tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
@@ -275,6 +295,7 @@ def _scored_select(catalog: Catalog, stmt: Statement, ordering: Ordering, where:
             catalog.tool,
             f"{head}\n{scored_sql(tail, counted, metadata, first)}",
             [*head_params, *params],
+            site=catalog.site,
             generic=True,
         )
         return scored_rows(rows, stmt.scale)

@@ -454,16 +454,14 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict (see :mod:`plone.pgcatalog.search`)."""
-        with searching(query):
-            return search(self._as_searched(), query)
+        return searching(query, partial(search, self._as_searched()))
 
     def _as_searched(self) -> Catalog:
+        path = self.getPhysicalPath()
+        # the tool lives in its site, whose path is its own but the last
+        site = "/".join(path[:-1]) if aq_parent(aq_inner(self)) is not None else site_path(self)
         return Catalog(
-            self,
-            self.getPhysicalPath(),
-            r.index_defs(self),
-            tuple(self._pgc_columns),
-            partial(lexicons, self),
+            self, path, r.index_defs(self), tuple(self._pgc_columns), partial(lexicons, self), site
         )
 
     # CMFPlone's own: the user's roles and groups, and who sees inactive content
