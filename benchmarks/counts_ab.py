@@ -37,7 +37,7 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def counted_every_time(catalog, where: str, params: list, reads=(), window: bool = False):
+def counted_every_time(catalog, where: str, params: list, reads=(), key=None, site="", window: bool = False):
     """:func:`plone.pgcatalog.counts.count_column` without memory."""
     from plone.pgcatalog.counts import Count
     from plone.pgcatalog.schema import ROWS

@@ -34,7 +34,6 @@ from collections.abc import Hashable
 from collections.abc import Iterable
 from dataclasses import dataclass
 from plone.pgcatalog.connection import storage_dsn
-from plone.pgcatalog.database import site_path
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.schema import generation_sql
@@ -88,14 +87,14 @@ def count_column(
     params: list,
     reads: Iterable[str],
     key: Hashable | None,
+    site: str,
     window: bool = False,
-    site: str | None = None,
 ) -> Count:
     """The count of ``ROWS WHERE where`` as a column of a statement over
     the catalog rows of tool *catalog*, with the generation after it (of
     what *where* reads: :attr:`IndexDef.changes <plone.pgcatalog.registry.IndexDef.changes>`).
     *key* is :func:`statement_key` of *where* and *params*; *site* the
-    path of the catalog's site, where the caller knows it.  Where no count
+    path of the catalog's site (``database.site_path``).  Where no count
     is remembered the statement counts in a subquery or, with *window*, in
     a window over the matches it reads anyway."""
     subquery = f"(SELECT count(*) FROM {ROWS} WHERE {where})"
@@ -105,7 +104,7 @@ def count_column(
         key = None  # this transaction's own changes are in the count
     if key is None:
         return Count(f"{counting}, NULL::text", counting_params, None)
-    key = (storage_dsn(catalog), site_path(catalog) if site is None else site, key)
+    key = (storage_dsn(catalog), site, key)
     generation = generation_sql(frozenset(reads))
     with _lock:
         known = _counts.get(key)

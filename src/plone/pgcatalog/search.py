@@ -150,7 +150,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     stmt, ordering, where, reads = plan.stmt, plan.ordering, plan.where, plan.reads
 
     def count() -> int:
-        column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, site=catalog.site)
+        column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
         number, generation = read(catalog.tool, *count_sql(column), site=catalog.site)[0]
         column.remember(number, generation)
         return number
@@ -263,7 +263,9 @@ def _ordered_select(
     ) -> list[Row]:
         count = None
         if counted:
-            count = count_column(catalog.tool, where, params, reads, count_key, not covered, catalog.site)
+            count = count_column(
+                catalog.tool, where, params, reads, count_key, catalog.site, window=not covered
+            )
         sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
         rows = list(map(Row, read(catalog.tool, sql, all_params, site=catalog.site, generic=generic)))
         if count is not None and rows:

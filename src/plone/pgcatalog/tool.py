@@ -457,11 +457,13 @@ class PGCatalogTool(UniqueObject, Folder):
         return searching(query, partial(search, self._as_searched()))
 
     def _as_searched(self) -> Catalog:
-        path = self.getPhysicalPath()
-        # the tool lives in its site, whose path is its own but the last
-        site = "/".join(path[:-1]) if aq_parent(aq_inner(self)) is not None else site_path(self)
         return Catalog(
-            self, path, r.index_defs(self), tuple(self._pgc_columns), partial(lexicons, self), site
+            self,
+            self.getPhysicalPath(),
+            r.index_defs(self),
+            tuple(self._pgc_columns),
+            partial(lexicons, self),
+            site_path(self),
         )
 
     # CMFPlone's own: the user's roles and groups, and who sees inactive content
