@@ -228,12 +228,41 @@ PGCATALOG_FUNCTIONAL_TESTING = PGFunctionalTesting(
 )
 
 
+class CreationOrderDocids:
+    """Stands in for the ``randint`` of ``Products.ZCatalog.Catalog`` so that
+    the stock catalog's record ids follow the order the objects were
+    catalogued in.
+
+    ZCatalog breaks ties in relevance order by record id, and draws a new
+    random base for its ids whenever its volatile ``_v_nextid`` is gone (the
+    catalog ghosted, another thread's connection, every 4,000 ids): ties then
+    come out in an order no other catalog can repeat.  Ours breaks them by
+    the object's id, which grows as objects are made.  Each draw here is a
+    new base above every earlier one, so the stock order is the order of
+    cataloguing, and a differential test of relevance compares something
+    both define."""
+
+    step = 4_000  # ZCatalog draws again at every multiple of 4,000
+
+    def __init__(self) -> None:
+        self.base = 0
+
+    def __call__(self, low: int, high: int) -> int:
+        self.base += self.step
+        return self.base
+
+
 class DifferentialFixture(Layer):
-    """Adds a stock ZCatalog Plone site ``zplone`` next to ``plone``."""
+    """Adds a stock ZCatalog Plone site ``zplone`` next to ``plone``, whose
+    record ids follow the order of cataloguing (:class:`CreationOrderDocids`)."""
 
     defaultBases = (PGCATALOG_FIXTURE,)
 
     def setUp(self):
+        from Products.ZCatalog import Catalog
+
+        self["zcatalog_randint"] = Catalog.randint
+        Catalog.randint = CreationOrderDocids()
         from plone.app.testing import PLONE_SITE_TITLE
         from plone.app.testing import SITE_OWNER_NAME
         from plone.app.testing.helpers import login
@@ -252,6 +281,10 @@ class DifferentialFixture(Layer):
         self["pg_snapshot"] = Snapshot(self["pg_dsn"])
 
     def tearDown(self):
+        from Products.ZCatalog import Catalog
+
+        Catalog.randint = self["zcatalog_randint"]
+        del self["zcatalog_randint"]
         del self["pg_snapshot"]
 
 
