@@ -300,3 +300,35 @@ class FrequenciesTest(unittest.TestCase):
             conn.execute(compact_word_counts_sql(texts))
             self.assertEqual(dict(conn.execute(counts).fetchall()), rows)
         self.compare("compacted")
+
+    def test_occurrences_as_positions_tell(self):
+        """``pgcatalog_occurrences`` (read off ``ts_rank``) is the number of
+        positions ``pgcatalog_frequency`` counts, for every word of every
+        row, 0 for a word a row does not hold, and a weighted position
+        (a value it has not listed) falls back to counting."""
+        app = self.layer["app"]
+        build_content(app["plone"])
+        login(app, SITE_OWNER_NAME)
+        setSite(app["plone"])
+        for n in (1, 2, 3, 17, 255, 256, 300):
+            api.content.create(container=app["plone"], type="Document", id=f"n{n}", title="x", description="wood " * n)
+        transaction.commit()
+        every_word = """SELECT count(*), count(*) FILTER (WHERE pgcatalog_occurrences(searchable_text, u.lexeme,
+                                quote_literal(u.lexeme)::tsquery) IS DISTINCT FROM cardinality(u.positions)),
+                               count(DISTINCT cardinality(u.positions))
+                          FROM object_state, unnest(searchable_text) AS u WHERE searchable_text IS NOT NULL"""
+        with psycopg.connect(storage_dsn(app["plone"])) as conn:
+            words, wrong, frequencies = conn.execute(every_word).fetchone()
+            self.assertGreater(words, 300)
+            self.assertEqual(wrong, 0)
+            self.assertGreaterEqual(frequencies, 7)
+            for vector, expected in (
+                ("'a':1 'w':3,5,9", 3),
+                ("'a':1", 0),
+                ("'a':1 'w':3A,5", 2),  # weighted: counted
+                ("'w':" + ",".join(str(i) for i in range(1, 257)), 256),
+            ):
+                got = conn.execute(
+                    "SELECT pgcatalog_occurrences(%s::tsvector, 'w', '''w'''::tsquery)", [vector]
+                ).fetchone()[0]
+                self.assertEqual(got, expected, vector)

@@ -62,7 +62,8 @@ GRANT USAGE, SELECT, UPDATE ON SEQUENCE zoid_seq TO {role};
 GRANT SELECT ON pgjsonb_schema_state, pgcatalog_schema TO {role};
 GRANT SELECT, UPDATE ON pgcatalog_counter TO {role};
 GRANT SELECT, INSERT, UPDATE ON pgcatalog_text_stats TO {role};
-GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text) TO {role};
+GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
+    pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """
 """What the role a site runs as needs, granted by the owner after install:
 searches, content changes and their catalog rows (a commit updates
@@ -76,7 +77,8 @@ SEARCH_GRANTS = """\
 GRANT CONNECT ON DATABASE {database} TO {role};
 GRANT USAGE ON SCHEMA {schema} TO {role};
 GRANT SELECT ON object_state, pgcatalog_counter, pgcatalog_text_stats TO {role};
-GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text) TO {role};
+GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
+    pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """
 """What a role that only serves searches (``PGCATALOG_READ_DSN``) needs."""
 

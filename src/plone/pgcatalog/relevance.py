@@ -34,6 +34,7 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.text import any_word
 from plone.pgcatalog.text import glob_like
 from plone.pgcatalog.text import glob_prefix
 from plone.pgcatalog.text import lexeme
@@ -92,7 +93,10 @@ class _Index:
         # each word and glob with its number (1, 2, ...), in query order
         self.words: dict[str, int] = {}
         self.globs: dict[str, int] = {}
-        self.score, self.score_params = self._node(scored.tree, True)
+        # the conditions of the parts below an OR (a part that does not
+        # match scores nothing), each with its parameters
+        self.gates: list[tuple[str, list]] = []
+        self.score = self._node(scored.tree, True)
         self.pending = pending
 
     # -- the score expression -------------------------------------------------
@@ -100,11 +104,11 @@ class _Index:
     def _okapi(self, freq: str, idf: str) -> str:
         return f"pgcatalog_okapi(({freq})::float8, pgcatalog_c{self.n}.dl, pgcatalog_m{self.n}.meandoclen, {idf})"
 
-    def _word(self, word: str) -> tuple[str, list]:
+    def _word(self, word: str) -> str:
         i = self.words.setdefault(word, len(self.words) + 1)
-        return self._okapi(f"pgcatalog_c{self.n}.f[{i}]", f"pgcatalog_t{self.n}.idf1024[{i}]"), []
+        return self._okapi(f"pgcatalog_c{self.n}.f[{i}]", f"pgcatalog_t{self.n}.idf1024[{i}]")
 
-    def _node(self, node, known: bool) -> tuple[str, list]:
+    def _node(self, node, known: bool) -> str:
         """The score of *node* for the row; *known*: the row matches it."""
         kind, value = node.nodeType(), node.getValue()
         if kind == "ATOM":
@@ -117,24 +121,20 @@ class _Index:
                 f"COALESCE((pgcatalog_c{self.n}.freq ->> g.word)::float8, cardinality(u.positions))",
                 "g.idf1024",
             )
-            sql = f"COALESCE((SELECT sum({okapi}) FROM unnest({kept}) AS u JOIN {name} AS g ON g.word = u.lexeme), 0)"
-            return sql, []
+            return f"COALESCE((SELECT sum({okapi}) FROM unnest({kept}) AS u JOIN {name} AS g ON g.word = u.lexeme), 0)"
         if kind == "PHRASE":
             parts = [self._word(word) for word in value]
         elif kind == "AND":
             parts = [self._node(child, True) for child in value if child.nodeType() != "NOT"]
         elif kind == "OR":
-            parts = [self._node(child, False) for child in value]
-            return _sum([sql for sql, _ in parts]), [p for _, params in parts for p in params]
+            return _sum([self._node(child, False) for child in value])
         else:
             raise ValueError(f"unsupported query node {kind}")
-        sql = _sum([sql for sql, _ in parts])
-        params = [p for _, ps in parts for p in ps]
         if known:
-            return f"({sql})", params
+            return f"({_sum(parts)})"
         # below an OR: a part that does not match scores nothing
-        gate, gate_params = text_condition(node, self.index.expression())
-        return f"(CASE WHEN {gate} THEN {sql} ELSE 0 END)", [*gate_params, *params]
+        self.gates.append(text_condition(node, self.index.expression()))
+        return f"(CASE WHEN pgcatalog_c{self.n}.gate[{len(self.gates)}] THEN {_sum(parts)} ELSE 0 END)"
 
     # -- the tables it reads -----------------------------------------------------
 
@@ -157,23 +157,20 @@ UNION ALL
 SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND word_counts ? {self.key}"""
         return sql, [zoids, paths, zoids]
 
-    def ctes(self) -> tuple[list[str], list]:
-        n, expr = self.n, self.index.expression()
+    def _statistics(self) -> tuple[str, list]:
+        """The index's number of documents and their mean length."""
         sources, params = self._sources()
-        ctes = [
-            f"pgcatalog_s{n} AS MATERIALIZED (SELECT sum(documents)::float8 AS documents, "
-            f"sum(words)::float8 / NULLIF(sum(documents), 0)::float8 AS meandoclen FROM ({sources}) AS s(documents, words))"
-        ]
-        if self.words:
-            # the words and their idf (NULL where no document holds the word), in order
-            ctes.append(
-                f"pgcatalog_t{n} AS MATERIALIZED (SELECT array_agg(w.word ORDER BY w.i) AS words,"
-                " array_agg(ln(1.0::float8 + s.documents / NULLIF(w.df, 0)) * 1024.0::float8 ORDER BY w.i) AS idf1024"
-                f" FROM pgcatalog_s{n} AS s, (SELECT word, i, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
-                " FROM unnest(%s::text[], %s::tsquery[]) WITH ORDINALITY AS v(word, q, i) OFFSET 0) AS w)"
-            )
-            # two parameters however many words (PostgreSQL takes at most 65,535)
-            params += [array_literal(self.words), array_literal(lexeme(word) for word in self.words)]
+        return (
+            f"pgcatalog_s{self.n} AS MATERIALIZED (SELECT sum(documents)::float8 AS documents, "
+            f"sum(words)::float8 / NULLIF(sum(documents), 0)::float8 AS meandoclen"
+            f" FROM ({sources}) AS s(documents, words))"
+        ), params
+
+    def _globs(self) -> tuple[list[str], list]:
+        """Each glob's expansions: the words of the index it matches, with
+        their idf."""
+        n, expr = self.n, self.index.expression()
+        ctes, params = [], []
         for pattern, number in self.globs.items():
             prefix, like = glob_prefix(pattern), glob_like(pattern)
             words = "starts_with(u.lexeme, %s)" + (" AND u.lexeme LIKE %s" if like else "")
@@ -186,29 +183,101 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             params += [lexeme(prefix) + ":*", prefix, *([like] if like else [])]
         return ctes, params
 
-    def joins(self) -> tuple[str, list]:
-        """The index's mean length and idf of its words, and the row's
-        length and frequency of each word (the array ``f``).  A word's
-        frequency is its number of positions, unless the row's word counts
-        tell it (see ``extraction.text_value``; rows written before schema
-        version 5 tell them all).  Computed here, once a row, they leave
+    def _idf(self, documents_with: str) -> str:
+        """The words' idf, in order, from *documents_with*: a FROM item of
+        rows ``(df, i)``, the number of documents holding word *i*."""
+        return (
+            f"pgcatalog_t{self.n} AS MATERIALIZED (SELECT array_agg(ln(1.0::float8 + s.documents"
+            f" / NULLIF(w.df, 0)) * 1024.0::float8 ORDER BY w.i) AS idf1024 FROM pgcatalog_s{self.n} AS s,"
+            f" {documents_with})"
+        )
+
+    def ctes(self) -> tuple[list[str], list]:
+        """The statistics, the words' idf (each word's documents counted
+        in a scan of their own) and the glob expansions."""
+        expr = self.index.expression()
+        stats, params = self._statistics()
+        ctes = [stats]
+        if self.words:
+            # NULL idf where no document holds the word; two parameters however
+            # many words (PostgreSQL takes at most 65,535)
+            ctes.append(
+                self._idf(
+                    f"(SELECT i, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ q) AS df"
+                    " FROM unnest(%s::text[], %s::tsquery[]) WITH ORDINALITY AS v(word, q, i) OFFSET 0) AS w"
+                )
+            )
+            params += [array_literal(self.words), array_literal(lexeme(word) for word in self.words)]
+        globs, glob_params = self._globs()
+        return ctes + globs, params + glob_params
+
+    def counts(self) -> tuple[str, list]:
+        """The row's length, the frequency of each word (the array ``f``)
+        and whether it matches each gate (``gate``), as ``pgcatalog_c<n>``.
+        A word's frequency is its number of positions (``pgcatalog_occurrences``),
+        unless the row's word counts tell it (see
+        ``extraction.text_value``; rows written before schema version 5
+        tell them all).  Computed here, once a row, they leave
         ``pgcatalog_okapi`` plain values, and PostgreSQL inlines it; one
         array, whatever the number of words (a select list takes at most
         1,664)."""
         n, expr = self.n, self.index.expression()
-        joins, columns = f" CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}", ""
+        columns, params = "", []
         if self.words:
-            # each word twice as a parameter: PostgreSQL folds ARRAY[word] once
             each = ", ".join(
-                f"COALESCE((c -> 1 ->> %s)::float8, pgcatalog_frequency({expr}, %s))" for _ in self.words
+                f"COALESCE((c -> 1 ->> %s)::float8, pgcatalog_occurrences({expr}, %s, %s::tsquery))"
+                for _ in self.words
             )
-            joins += f" CROSS JOIN pgcatalog_t{n}"
             columns = f", ARRAY[{each}] AS f"
+            params = [p for word in self.words for p in (word, word, lexeme(word))]
+        if self.gates:
+            columns += f", ARRAY[{', '.join(sql for sql, _ in self.gates)}] AS gate"
+            params += [p for _, gate_params in self.gates for p in gate_params]
         sql = (
-            f"{joins} CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq{columns}"
+            f" CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq{columns}"
             f" FROM (SELECT object_state.word_counts -> {self.key} AS c OFFSET 0) AS c OFFSET 0) AS pgcatalog_c{n}"
         )
-        return sql, [p for word in self.words for p in (word, word)]
+        return sql, params
+
+    def joins(self) -> tuple[str, list]:
+        """The index's mean length and idf of its words, and the row's counts."""
+        n = self.n
+        joins = f" CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
+        if self.words:
+            joins += f" CROSS JOIN pgcatalog_t{n}"
+        counts, params = self.counts()
+        return joins + counts, params
+
+    def one_scan(self, where: str, where_params: list) -> tuple[str, list]:
+        """``WITH ...``: the matches of *where* scored with one scan of the
+        rows that hold any of the words, for a text query that matches
+        those rows (:func:`_any_of_words`): the same scan counts each word's
+        documents (a document holds a word where its frequency is above 0)
+        and marks the matches, so no row is read twice."""
+        n, expr = self.n, self.index.expression()
+        stats, params = self._statistics()
+        counts, count_params = self.counts()
+        holding = ", ".join(f"count(*) FILTER (WHERE f[{i}] > 0)" for i in self.words.values())
+        ctes = [
+            stats,
+            f"pgcatalog_w{n} AS MATERIALIZED (SELECT zoid, path, pgcatalog_c{n}.dl, pgcatalog_c{n}.f,"
+            f" ({where}) AS matched FROM {ROWS}{counts} WHERE {expr} @@ %s::tsquery)",
+            self._idf(
+                f"(SELECT ARRAY[{holding}] AS df FROM pgcatalog_w{n}) AS d, unnest(d.df) WITH ORDINALITY AS w(df, i)"
+            ),
+            f"pgcatalog_scored AS MATERIALIZED (SELECT zoid, path, ({self.score})::bigint AS score"
+            f" FROM pgcatalog_w{n} AS pgcatalog_c{n} CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
+            f" CROSS JOIN pgcatalog_t{n} WHERE matched)",
+        ]
+        params += [*where_params, *count_params, any_word(list(self.words))]
+        return "WITH " + ",\n".join(ctes), params
+
+
+def _any_of_words(node) -> bool:
+    """Whether *node* is a word or words joined by OR: the rows holding
+    any of its words are its matches (with an AND or a phrase, far more)."""
+    kind = node.nodeType()
+    return kind == "ATOM" or (kind == "OR" and all(_any_of_words(child) for child in node.getValue()))
 
 
 def ranked_sql(
@@ -217,6 +286,8 @@ def ranked_sql(
     """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
     its score (the sum over the text indexes), to be selected from."""
     parts = [_Index(number, s, pending) for number, s in enumerate(scored)]
+    if len(parts) == 1 and _any_of_words(scored[0].tree):
+        return parts[0].one_scan(where, where_params)
     ctes, params = [], []
     for part in parts:
         sql, ps = part.ctes()
@@ -228,7 +299,6 @@ def ranked_sql(
         f"pgcatalog_scored AS MATERIALIZED (SELECT zoid, path, ({score})::bigint AS score"
         f" FROM {ROWS}{''.join(sql for sql, _ in joins)} WHERE {where})"
     )
-    params += [p for part in parts for p in part.score_params]
     params += [p for _, join_params in joins for p in join_params]
     params += where_params
     return "WITH " + ",\n".join(ctes), params

@@ -298,6 +298,26 @@ RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT array_length(string_to_array(
                split_part(reverse(ts_filter(setweight(vector, 'A', ARRAY[word]), '{a}')::text), ':''', 1), ','), 1)
 $$;
+-- The same number, a fifth of the cost: ts_rank of a one-word query adds
+-- weight / j^2 for the word's j-th position (unweighted: 0.1), in single
+-- precision, so its value is a different float for each number of
+-- positions (at most 256), and 0 where the word is not there.  The values
+-- are this server's own, listed when the function is made; a value not
+-- listed (a weighted position) falls back to counting the positions.
+DO $$ BEGIN
+    PERFORM set_config('extra_float_digits', '3', true);
+    EXECUTE format($function$
+CREATE OR REPLACE FUNCTION pgcatalog_occurrences(vector tsvector, word text, query tsquery)
+RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $body$
+    SELECT COALESCE(array_position(%L::float4[], ts_rank(vector, query, 0)) - 1, pgcatalog_frequency(vector, word))
+$body$ $function$, (
+        SELECT array_agg(r.rank ORDER BY r.f) FROM (
+            SELECT 0, 0::float4
+            UNION ALL
+            SELECT f, ts_rank(('w:' || (SELECT string_agg(j::text, ',') FROM generate_series(1, f) AS j))::tsvector,
+                              'w'::tsquery, 0)
+              FROM generate_series(1, 256) AS f) AS r(f, rank)));
+END $$;
 """
 )
 

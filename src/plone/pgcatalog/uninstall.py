@@ -158,7 +158,8 @@ def _drop_sql(objects: list[str]) -> str:
             f"ALTER TABLE object_state {columns}",
             "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), pgcatalog_note_changes(), "
             "pgcatalog_stamp_noted(), pgcatalog_stamp(), "
-            "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text)",
+            "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text), "
+            "pgcatalog_occurrences(tsvector, text, tsquery)",
             "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema",
         ]
     )
