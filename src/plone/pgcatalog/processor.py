@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from plone.pgcatalog import row
+from plone.pgcatalog.connection import DEFAULT_PLAN
+from plone.pgcatalog.connection import GENERIC_PLAN
 from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.pending import Pending
@@ -67,7 +69,14 @@ def check_concurrent(cursor: Any, pending: Pending) -> None:
         "paths": array_literal(pending.removed),
         "seen": pending.seen,
     }
-    cursor.execute(CHANGED_SINCE, params)
+    # planned once per connection: planning a statement on object_state
+    # weighs every index of the catalog (0.3 ms of each commit at 20,000
+    # documents), and its plan does not depend on the values
+    conn = cursor.connection
+    with conn.pipeline():
+        conn.execute(GENERIC_PLAN)
+        cursor.execute(CHANGED_SINCE, params, prepare=True)
+        conn.execute(DEFAULT_PLAN)
     changed = [path for (path,) in cursor.fetchall()]
     if changed:
         raise ConflictError(
