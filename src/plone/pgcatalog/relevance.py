@@ -34,10 +34,10 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import ROWS
-from plone.pgcatalog.text import any_word
 from plone.pgcatalog.text import glob_like
 from plone.pgcatalog.text import glob_prefix
 from plone.pgcatalog.text import lexeme
+from plone.pgcatalog.text import node_tsquery
 from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
@@ -96,6 +96,7 @@ class _Index:
         # the conditions of the parts below an OR (a part that does not
         # match scores nothing), each with its parameters
         self.gates: list[tuple[str, list]] = []
+        self.tree = scored.tree
         self.score = self._node(scored.tree, True)
         self.pending = pending
 
@@ -269,7 +270,7 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             f" FROM pgcatalog_w{n} AS pgcatalog_c{n} CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
             f" CROSS JOIN pgcatalog_t{n} WHERE matched)",
         ]
-        params += [*where_params, *count_params, any_word(list(self.words))]
+        params += [*where_params, *count_params, node_tsquery(self.tree)]
         return "WITH " + ",\n".join(ctes), params
 
 

@@ -71,11 +71,6 @@ def lexeme(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def any_word(words: list[str]) -> str:
-    """A ``tsquery`` literal that a text holding any of *words* matches."""
-    return _balanced("|", [lexeme(word) for word in words])
-
-
 def _balanced(operator: str, parts: list[str]) -> str:
     """``(a op b op c ...)`` nested as a balanced tree: PostgreSQL reads
     a flat list as a chain as deep as it is long, and thousands of terms
