@@ -73,17 +73,22 @@ def joined(*threads: threading.Thread, timeout: float = 600) -> list[Any]:
     return [thread.result for thread in threads]
 
 
-def retried(attempt: Callable[[int], Any], give_up: bool = False) -> tuple[Any, int]:
+def retried(
+    attempt: Callable[[int], Any], give_up: bool = False, errors: list[str] | None = None
+) -> tuple[Any, int]:
     """Run ``attempt(n)`` and commit, retrying ConflictError as the
-    publisher does; returns its result and the conflicts met.  After the
-    last retry the ConflictError is raised, or with *give_up* the result
-    is None (the publisher's error page)."""
+    publisher does; returns its result and the conflicts met (their
+    messages go to *errors*).  After the last retry the ConflictError is
+    raised, or with *give_up* the result is None (the publisher's error
+    page)."""
     for n in range(RETRIES + 1):
         try:
             result = attempt(n)
             transaction.commit()
             return result, n
-        except ConflictError:
+        except ConflictError as error:
+            if errors is not None:
+                errors.append(str(error))
             transaction.abort()
             if n == RETRIES:
                 if give_up:
@@ -127,7 +132,9 @@ class RacesTest(BothSitesTestCase):
     def race(self, site, first: Callable[[Any], None], second: Callable[[Any], None]) -> tuple[int, int]:
         """*second* starts, changes and catalogs; *first* then runs and
         commits; then *second* commits (and retries).  Returns the
-        conflicts each met."""
+        conflicts each met; the second's messages are kept in
+        ``self.conflicts``."""
+        self.conflicts: list[str] = []
         started, first_done = threading.Event(), threading.Event()
 
         def run_second(site):
@@ -138,7 +145,7 @@ class RacesTest(BothSitesTestCase):
                     started.set()
                     assert first_done.wait(60)
 
-            return retried(attempt)[1]
+            return retried(attempt, errors=self.conflicts)[1]
 
         def run_first(site):
             assert started.wait(60)
@@ -192,7 +199,12 @@ class RacesTest(BothSitesTestCase):
             site.team.doc.setTitle("Plan, edited")
             site.team.doc.reindexObject()
 
-        conflicts = [self.race(site, share, edit) for site in self.sites]
+        conflicts = []
+        for site in self.sites:
+            conflicts.append(self.race(site, share, edit))
+            if site is self.sites[0]:  # the message names the row that changed
+                self.assertEqual(len(self.conflicts), 1)
+                self.assertTrue(self.conflicts[0].endswith("since this one began: /plone/team/doc"), self.conflicts)
         # here the edit is retried; ZCatalog wrote disjoint index entries
         self.assertEqual(conflicts, [(0, 1), (0, 0)])
         pg, z = self.compare("/team/doc")

@@ -32,6 +32,7 @@ from plone.pgcatalog.schema import NOTE_EVERYTHING
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
+from psycopg.rows import tuple_row
 from ZODB.POSException import ConflictError
 from zodb_pgjsonb.storage import ExtraColumn
 
@@ -73,11 +74,12 @@ def check_concurrent(cursor: Any, pending: Pending) -> None:
     # weighs every index of the catalog (0.3 ms of each commit at 20,000
     # documents), and its plan does not depend on the values
     conn = cursor.connection
+    check = conn.cursor(row_factory=tuple_row)  # zodb-pgjsonb's cursors give dicts
     with conn.pipeline():
         conn.execute(GENERIC_PLAN)
-        cursor.execute(CHANGED_SINCE, params, prepare=True)
+        check.execute(CHANGED_SINCE, params, prepare=True)
         conn.execute(DEFAULT_PLAN)
-    changed = [path for (path,) in cursor.fetchall()]
+    changed = [path for (path,) in check.fetchall()]
     if changed:
         raise ConflictError(
             f"plone.pgcatalog: catalog rows changed by another transaction since this one began: {', '.join(changed)}"
