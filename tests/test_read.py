@@ -130,8 +130,9 @@ class ReadTest(CatalogTestCase):
 
     def test_walks_run_generic_plans(self):
         """A page sought along the sort index runs with PostgreSQL's generic
-        plan; the setting ends with the statement (later statements of the
-        transaction are planned as usual)."""
+        plan; a read that plans as usual (the count before the walk) sets
+        the mode back.  The mode holds for the rest of the snapshot and is
+        set only when a read asks for the other one."""
         calls = []
         original = database.fetch
 
@@ -140,14 +141,46 @@ class ReadTest(CatalogTestCase):
             return original(tool, sql, params, **options)
 
         conn = connection.storage_instance(self.portal).pg_connection
-        with mock.patch.object(database, "fetch", spy):
+
+        def mode() -> str:
+            return conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"]
+
+        modes = []
+        with (
+            mock.patch.object(database, "fetch", spy),
+            mock.patch.object(conn, "execute", wraps=conn.execute) as sent,
+        ):
             for _ in range(7):  # psycopg prepares a statement on its sixth run
                 page = self.catalog(portal_type="Document", sort_on="modified", b_start=5, b_size=5)
                 self.assertEqual(len(page), 5)
-        self.assertEqual(calls, [False, True] * 7)  # the count of at most 2 * b_start, the walk
-        self.assertEqual(conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"], "auto")
+                modes.append(mode())
+            switches = [
+                call.args[0]
+                for call in sent.call_args_list
+                if call.args[0].startswith("SET LOCAL plan_cache_mode")
+            ]
+            self.assertEqual(calls, [False, True] * 7)  # the count of at most 2 * b_start, the walk
+            self.assertEqual(modes, ["force_generic_plan"] * 7)
+            self.assertEqual(
+                switches, [connection.GENERIC_PLAN] + [connection.DEFAULT_PLAN, connection.GENERIC_PLAN] * 6
+            )
+            len(self.catalog(portal_type="Document"))  # the count of a type: planned as usual
+            self.assertEqual(mode(), "auto")
+            sent.reset_mock()
+            for _ in range(3):
+                len(self.catalog(portal_type="Document", sort_on="modified", b_size=5))
+            self.assertEqual(
+                [
+                    call.args[0]
+                    for call in sent.call_args_list
+                    if call.args[0].startswith("SET LOCAL plan_cache_mode")
+                ],
+                [connection.GENERIC_PLAN],  # once for the three walks
+            )
         ids = [b.getId for b in self.catalog(portal_type="Document", sort_on="modified")[5:10]]
         self.assertEqual([b.getId for b in page], ids)
+        transaction.abort()  # a new snapshot plans as usual
+        self.assertEqual(mode(), "auto")
 
     def test_batch_and_counts(self):
         results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=20, b_size=10)
