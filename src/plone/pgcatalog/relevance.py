@@ -42,7 +42,7 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["Scored", "compact_word_counts_sql", "normalized", "ranked_sql", "score_scale"]
+__all__ = ["Scored", "compact_word_counts_sql", "ranked_sql", "score_scale"]
 
 
 @dataclass
@@ -303,14 +303,6 @@ def ranked_sql(
     params += [p for _, join_params in joins for p in join_params]
     params += where_params
     return "WITH " + ",\n".join(ctes), params
-
-
-def normalized(score: int, best: int, scale: tuple[int, int]) -> tuple[int, int]:
-    """ZCatalog's ``data_record_score_`` and ``data_record_normalized_score_``
-    of a match: its text *score* and the *best* one, as the query's other
-    indexes scale them (:func:`score_scale`)."""
-    a, b = scale
-    return a * score + b, int(100.0 * (a * score + b) / (a * best + b))
 
 
 def compact_word_counts_sql(texts: Iterable[r.IndexDef]) -> str:

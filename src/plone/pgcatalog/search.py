@@ -295,12 +295,12 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
         # whatever the words: the generic plan serves
         rows = read(
             catalog.tool,
-            f"{head}\n{scored_sql(tail, counted, metadata, first)}",
+            f"{head}\n{scored_sql(tail, stmt.scale, counted, metadata, first)}",
             [*head_params, *params],
             site=catalog.site,
             generic=True,
         )
-        return scored_rows(rows, stmt.scale)
+        return scored_rows(rows)
 
     return select
 

@@ -18,7 +18,6 @@ from operator import itemgetter
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.query.statement import as_filter
 from plone.pgcatalog.query.statement import Statement
-from plone.pgcatalog.relevance import normalized
 from plone.pgcatalog.relevance import Scored
 from plone.pgcatalog.schema import ROWS
 
@@ -198,16 +197,26 @@ def ordered_sql(
     return sql, [*head, *params, *tail_params]
 
 
-def scored_sql(tail: str, counted: bool = False, metadata: bool = False, first: int = 0) -> str:
+def scored_sql(
+    tail: str, scale: tuple[int, int], counted: bool = False, metadata: bool = False, first: int = 0
+) -> str:
     """Select from :func:`~plone.pgcatalog.relevance.ranked_sql`'s matches,
-    best first (ties by record id, highest first, as ZCatalog orders them):
-    a :class:`Row` but for the score and the best score of all matches in
-    place of the two scores (see :func:`scored_rows`), with their number
-    when *counted*, with the stored metadata of the selected rows when
-    *metadata*, or of the *first* ones only (NULL after them); *tail*
-    (LIMIT, OFFSET) applies to the matches."""
+    best first (ties by record id, highest first, as ZCatalog orders them),
+    as :class:`Row` s: ZCatalog's ``data_record_score_`` and
+    ``data_record_normalized_score_`` of each match, its text score as the
+    query's other indexes *scale* it (``a * score + b``, see
+    :func:`~plone.pgcatalog.relevance.score_scale`) and that over the best
+    one's, in per cent and truncated, with ZCatalog's float operations in
+    its order (NULL where the best is 0); with
+    their number when *counted*, with the stored metadata of the selected
+    rows when *metadata*, or of the *first* ones only (NULL after them);
+    *tail* (LIMIT, OFFSET) applies to the matches."""
+    a, b = (int(n) for n in scale)
     counts = "count(*) OVER (), NULL" if counted else _NO_COUNT
-    columns = f"zoid, path, score, max(score) OVER (), {counts}"
+    columns = (
+        f"zoid, path, {a} * score + {b} AS score, trunc(100.0::float8 * ({a} * score + {b})::float8"
+        f" / NULLIF({a} * max(score) OVER () + {b}, 0)::float8)::bigint, {counts}"
+    )
     order, outer = "score DESC, zoid DESC", "s.score DESC, s.zoid DESC"
     if not (first or metadata):
         return f"SELECT {columns}, {_NO_META} FROM pgcatalog_scored ORDER BY {order} {tail}"
@@ -220,12 +229,13 @@ def scored_sql(tail: str, counted: bool = False, metadata: bool = False, first: 
     return f"SELECT s.*, o.meta FROM ({sql}) AS s LEFT JOIN object_state o ON o.zoid = s.zoid ORDER BY {outer}"
 
 
-def scored_rows(rows: list[tuple], scale: tuple[int, int]) -> list[Row]:
-    """The :class:`Row` of each row of :func:`scored_sql`: ZCatalog's scores
-    of the match (see :func:`~plone.pgcatalog.relevance.normalized`)."""
-    return [
-        Row((zoid, path, *normalized(score, best, scale), *rest)) for zoid, path, score, best, *rest in rows
-    ]
+def scored_rows(rows: list[tuple]) -> list[Row]:
+    """The :class:`Row` s of :func:`scored_sql`'s rows.  Where every match
+    scores 0 (and no other index adds to the scores), ZCatalog's normalised
+    score divides by zero: so does this."""
+    if rows and rows[0][3] is None:
+        raise ZeroDivisionError("float division by zero")
+    return list(map(Row, rows))
 
 
 def first_metadata_sql(number: str, first: int, alias: str = "s") -> str:
