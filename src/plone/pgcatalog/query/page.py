@@ -202,15 +202,15 @@ def scored_sql(
 ) -> str:
     """Select from :func:`~plone.pgcatalog.relevance.ranked_sql`'s matches,
     best first (ties by record id, highest first, as ZCatalog orders them),
-    as :class:`Row` s: ZCatalog's ``data_record_score_`` and
-    ``data_record_normalized_score_`` of each match, its text score as the
-    query's other indexes *scale* it (``a * score + b``, see
-    :func:`~plone.pgcatalog.relevance.score_scale`) and that over the best
-    one's, in per cent and truncated, with ZCatalog's float operations in
-    its order (NULL where the best is 0); with
-    their number when *counted*, with the stored metadata of the selected
-    rows when *metadata*, or of the *first* ones only (NULL after them);
-    *tail* (LIMIT, OFFSET) applies to the matches."""
+    as :class:`Row` s with ZCatalog's two scores: ``data_record_score_``,
+    the text score as the query's other indexes *scale* it (``a * score +
+    b``, see :func:`~plone.pgcatalog.relevance.score_scale`), and
+    ``data_record_normalized_score_``, that over the best match's in per
+    cent, truncated, with ZCatalog's float operations in its order (NULL
+    where the best is 0).  With the matches' number when *counted*, the
+    stored metadata of the selected rows when *metadata*, or of the *first*
+    ones only (NULL after them); *tail* (LIMIT, OFFSET) applies to the
+    matches."""
     a, b = (int(n) for n in scale)
     counts = "count(*) OVER (), NULL" if counted else _NO_COUNT
     columns = (
