@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from publisher import written_site
 from typing import Any
 from workload import run_bare
 from workload import scenarios
@@ -32,10 +33,8 @@ from workload import scenarios
 import argparse
 import json
 import logging
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 import transaction
 import zopesite
@@ -50,29 +49,6 @@ class Refused(Exception):
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-@contextmanager
-def site(docs: int):
-    """A :class:`worker.Worker` with a site of *docs* documents."""
-    from database import fresh_database
-    from database import pg_server
-    from worker import Worker
-
-    home = Path(tempfile.mkdtemp(prefix="pgcatalog-layers-"))
-    try:
-        with pg_server() as server, fresh_database(server, "layers") as dsn:
-            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home)})
-            worker.build()
-            worker.grow_to(docs)
-            worker.settle()
-            try:
-                yield worker
-            finally:
-                transaction.abort()
-                worker.app._p_jar.db().close()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 @contextmanager
@@ -224,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--edits", type=int, default=200)
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)
-    with site(args.docs) as worker:
+    with written_site(args.docs, "pgcatalog-layers-") as (worker, _writer, _cycle):
         result = {
             "docs": args.docs,
             "searches": search_layers(worker, args.iterations),
