@@ -141,7 +141,8 @@ class RelevanceTest(unittest.TestCase):
                 type="Document",
                 id="long",
                 title="River river river",
-                description=" ".join(["stone"] * 40 + ["copper willow"] * 3),
+                # "stonewall" is a new word: "s*" expands to it before the commit
+                description=" ".join(["stone"] * 40 + ["copper willow"] * 3 + ["stonewall"]),
             )
             doc = site["item-002"]
             doc.title = "River stone river copper"

@@ -4,13 +4,16 @@ place by a trigger, read by its key.
 They must equal a count over the catalog rows after any changes, however
 many; reading them must not cost more after a transaction that changed
 many rows; and the rows of differences an older release left are folded
-once, when this release's schema is applied.
+once, when this release's schema is applied.  The lexicon (every word of
+each text index, which globs expand to) holds every word of the rows,
+whoever wrote them, and is filled from the rows when it is new.
 """
 
 from helpers import CatalogTestCase
 from plone import api
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.pending import changes_for
+from plone.pgcatalog.schema import LEXICON
 from plone.pgcatalog.schema import TEXT_STATISTICS
 
 import json
@@ -110,3 +113,61 @@ class TextStatisticsTest(CatalogTestCase):
         transaction.commit()
         with psycopg.connect(self.dsn) as conn:
             self.assertEqual(conn.execute(STATS).fetchall(), conn.execute(RECOUNT).fetchall())
+
+
+# every word a text index of a catalog row holds, as (index, word)
+ROW_WORDS = """SELECT c.name, u.word FROM object_state, jsonb_object_keys(word_counts) AS c(name),
+    unnest(tsvector_to_array(CASE WHEN c.name = 'SearchableText' THEN searchable_text
+                                  ELSE (idx ->> c.name)::tsvector END)) AS u(word)
+ WHERE word_counts IS NOT NULL"""
+MISSING = f"SELECT * FROM ({ROW_WORDS}) AS held EXCEPT SELECT index_name, word FROM pgcatalog_words"
+
+
+class LexiconTest(CatalogTestCase):
+    """``pgcatalog_words``: every word of every text index, whoever wrote
+    the row, so that a glob's words come from it."""
+
+    def setUp(self):
+        super().setUp()
+        api.content.create(container=self.portal, type="Document", id="bank", title="River bank")
+        transaction.commit()
+        self.dsn = storage_dsn(self.portal)
+
+    def tearDown(self):
+        transaction.abort()
+
+    def scores(self, text: str) -> list[tuple[str, int]]:
+        return [(b.getId, b.data_record_score_) for b in self.catalog(SearchableText=text)]
+
+    def test_every_word_of_the_rows_is_in_the_lexicon(self):
+        doc = self.portal["bank"]
+        doc.title = "Riverbank of willows"
+        doc.reindexObject()
+        transaction.commit()
+        with psycopg.connect(self.dsn) as conn:
+            # a writer other than a catalog commit: the trigger adds its words too
+            conn.execute(
+                "UPDATE object_state SET searchable_text = searchable_text || 'riverboat:9'::tsvector"
+                " WHERE path = %s",
+                ["/".join(doc.getPhysicalPath())],
+            )
+            conn.commit()
+            self.assertEqual(conn.execute(MISSING).fetchall(), [])
+            words = {w for (w,) in conn.execute("SELECT word FROM pgcatalog_words WHERE word LIKE 'river%'")}
+        # the word the edit replaced stays (as in ZCTextIndex's lexicon)
+        self.assertEqual(words, {"river", "riverbank", "riverboat"})
+        transaction.abort()  # a new snapshot
+        # each expansion scores as the word alone
+        self.assertEqual(self.scores("riverb*"), self.scores("riverbank OR riverboat"))
+        self.assertEqual([name for name, _ in self.scores("riverbo*")], ["bank"])
+
+    def test_a_new_lexicon_is_filled_from_the_rows(self):
+        before = {text: self.scores(text) for text in ("r*", "riv*", "b?nk*")}
+        self.assertTrue(all(before.values()))
+        changes_for(self.catalog).ddl.append("DROP TABLE pgcatalog_words")
+        transaction.commit()
+        changes_for(self.catalog).ddl.append(LEXICON)  # as the schema is applied at start
+        transaction.commit()
+        with psycopg.connect(self.dsn) as conn:
+            self.assertEqual(conn.execute(MISSING).fetchall(), [])
+        self.assertEqual({text: self.scores(text) for text in before}, before)

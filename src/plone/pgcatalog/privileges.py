@@ -62,13 +62,15 @@ GRANT USAGE, SELECT, UPDATE ON SEQUENCE zoid_seq TO {role};
 GRANT SELECT ON pgjsonb_schema_state, pgcatalog_schema TO {role};
 GRANT SELECT, UPDATE ON pgcatalog_counter TO {role};
 GRANT SELECT, INSERT, UPDATE ON pgcatalog_text_stats TO {role};
+GRANT SELECT, INSERT ON pgcatalog_words TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """
 """What the role a site runs as needs, granted by the owner after install:
 searches, content changes and their catalog rows (a commit updates
 ``object_state`` and ``pgcatalog_counter``; the text statistics trigger inserts
-and updates ``pgcatalog_text_stats``), rebuilds,
+and updates ``pgcatalog_text_stats``, the lexicon's inserts new words into
+``pgcatalog_words``), rebuilds,
 verify and repair, and zodb-pgjsonb's pack (a temporary table, deletes) and
 undo (the same tables)."""
 
@@ -76,7 +78,7 @@ undo (the same tables)."""
 SEARCH_GRANTS = """\
 GRANT CONNECT ON DATABASE {database} TO {role};
 GRANT USAGE ON SCHEMA {schema} TO {role};
-GRANT SELECT ON object_state, pgcatalog_counter, pgcatalog_text_stats TO {role};
+GRANT SELECT ON object_state, pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """

@@ -167,21 +167,47 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             f" FROM ({sources}) AS s(documents, words))"
         ), params
 
+    def _expansions(self, pattern: str) -> tuple[str, list]:
+        """The words of the index *pattern* (a glob) may stand for, as
+        ``Lexicon.globToWordIds`` finds them: a range of the lexicon
+        (``pgcatalog_words``, see ``schema.LEXICON``), and the words of this
+        transaction's own rows, which it gets at the commit.  Some may be
+        held by no row any more (they then score nothing)."""
+        prefix, like = glob_prefix(pattern), glob_like(pattern)
+        matching = " AND word LIKE %s" if like else ""
+        # a range of the primary key whatever the prefix (a generic plan
+        # cannot derive one from starts_with); no word goes past U+10FFFF
+        sql = (
+            f"SELECT word FROM pgcatalog_words WHERE index_name = {self.key}"
+            f" AND word >= %s AND word <= %s AND starts_with(word, %s){matching}"
+        )
+        params = [prefix, prefix + "\U0010ffff", prefix, *([like] if like else [])]
+        pending = self.pending
+        if has_changes(pending) and pending.rows:
+            sql += (
+                f" UNION SELECT word FROM {ROWS}, unnest(tsvector_to_array({self.index.expression()})) AS u(word)"
+                f" WHERE zoid = ANY(%s::bigint[]) AND starts_with(word, %s){matching}"
+            )
+            params += [array_literal(pending.rows), prefix, *([like] if like else [])]
+        return sql, params
+
     def _globs(self) -> tuple[list[str], list]:
-        """Each glob's expansions: the words of the index it matches, with
-        their idf."""
+        """Each glob's expansions held by the rows, with their idf: the
+        rows holding its prefix, each filtered to the expansions it holds
+        (setweight and ts_filter, in C: unnesting every word of each row
+        took half of a glob search)."""
         n, expr = self.n, self.index.expression()
         ctes, params = [], []
         for pattern, number in self.globs.items():
-            prefix, like = glob_prefix(pattern), glob_like(pattern)
-            words = "starts_with(u.lexeme, %s)" + (" AND u.lexeme LIKE %s" if like else "")
+            expansions, expansion_params = self._expansions(pattern)
             ctes.append(
                 f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT u.lexeme AS word,"
                 f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
-                f" FROM pgcatalog_s{n} AS s, {ROWS}, unnest(tsvector_to_array({expr})) AS u(lexeme)"
-                f" WHERE {expr} @@ %s::tsquery AND {words} GROUP BY u.lexeme, s.documents)"
+                f" FROM pgcatalog_s{n} AS s, (SELECT array_agg(word) AS words FROM ({expansions}) AS e) AS e,"
+                f" {ROWS}, unnest(ts_filter(setweight({expr}, 'A', e.words), '{{a}}')) AS u"
+                f" WHERE {expr} @@ %s::tsquery GROUP BY u.lexeme, s.documents)"
             )
-            params += [lexeme(prefix) + ":*", prefix, *([like] if like else [])]
+            params += [*expansion_params, lexeme(glob_prefix(pattern)) + ":*"]
         return ctes, params
 
     def _idf(self, documents_with: str) -> str:

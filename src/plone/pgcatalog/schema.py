@@ -40,6 +40,7 @@ __all__ = [
     "NOTE_EVERYTHING",
     "generation_sql",
     "WORD_TRIGGERS",
+    "LEXICON_TRIGGERS",
     "DEFERRED_NOW",
     "HOT_KEYS_INDEX",
     "ROWS",
@@ -54,7 +55,7 @@ __all__ = [
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
@@ -64,7 +65,9 @@ statistics per index, to which each transaction adds its changes at commit
 again); 5: rows keep only the word frequencies their tsvectors do not
 tell (``pgcatalog_frequency``), compacted by the upgrade; 6: commits stamp
 what they changed, and counts stand while what they read is unchanged
-(``NOTE_CHANGES``, applied when Zope starts)."""
+(``NOTE_CHANGES``, applied when Zope starts); 7: each text index's words
+are kept in ``pgcatalog_words`` (:data:`LEXICON`; the run-time role
+needs INSERT on it: grant it again)."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -111,6 +114,7 @@ ALTER INDEX pgcatalog_searchable_text SET ({GIN_OPTION});  -- (built before sche
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
 {HOT_KEYS_INDEX};
 {TEXT_STATISTICS}
+{LEXICON}
 {NOTE_CHANGES}"""
 
 
@@ -320,6 +324,67 @@ $body$ $function$, (
 END $$;
 """
 )
+
+# ZCTextIndex's lexicon: every word each text index has held, so that a
+# glob (``post*``, which Plone's search page makes of the last word typed)
+# finds its words in an index range instead of in the words of every row
+# holding the prefix (11 ms of a 20 ms search at 20,000 documents).  As in
+# ZCatalog, a word stays once no row holds it: it then scores nothing.  A
+# row written (by a commit, a rebuild, an undo, SQL by hand) adds the words
+# of its text indexes that the row did not hold before, in order (commits
+# are serialised by zodb-pgjsonb's lock; any other writer cannot deadlock
+# on them).  The trigger comes before the table is filled from the rows
+# already there (once, when the table is new), in the same transaction, so
+# no row written meanwhile is missed.
+_TEXT_VECTORS = " ".join(
+    f"WHEN {text_literal(name)} THEN {{row}}.{column}"
+    for (kind, name), column in r.OWN_COLUMNS.items()
+    if kind == r.TEXT
+)
+
+
+def _text_vector(row: str) -> str:
+    """The tsvector of text index ``c.name`` in *row* (NEW, OLD or a table)."""
+    return f"CASE c.name {_TEXT_VECTORS.format(row=row)} ELSE ({row}.idx ->> c.name)::tsvector END"
+
+
+LEXICON_TRIGGERS = ("pgcatalog_lexicon_added", "pgcatalog_lexicon_changed")
+"""The triggers on ``object_state`` that keep ``pgcatalog_words``."""
+
+LEXICON = f"""
+CREATE TABLE IF NOT EXISTS pgcatalog_words (
+    index_name TEXT NOT NULL, word TEXT COLLATE "C" NOT NULL, PRIMARY KEY (index_name, word));
+CREATE OR REPLACE FUNCTION pgcatalog_add_words() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO pgcatalog_words (index_name, word)
+    SELECT name, word FROM (
+        SELECT c.name, unnest(tsvector_to_array({_text_vector("NEW")})) AS word
+          FROM jsonb_object_keys(NEW.word_counts) AS c(name)
+        EXCEPT
+        SELECT c.name, unnest(tsvector_to_array({_text_vector("OLD")}))
+          FROM jsonb_object_keys(CASE WHEN TG_OP = 'UPDATE' THEN OLD.word_counts END) AS c(name)
+    ) AS added ORDER BY name, word
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER {LEXICON_TRIGGERS[0]} AFTER INSERT ON object_state
+    FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL) EXECUTE FUNCTION pgcatalog_add_words();
+CREATE OR REPLACE TRIGGER {LEXICON_TRIGGERS[1]} AFTER UPDATE OF idx, searchable_text, word_counts ON object_state
+    FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL AND (OLD.idx IS DISTINCT FROM NEW.idx
+        OR OLD.searchable_text IS DISTINCT FROM NEW.searchable_text OR OLD.word_counts IS DISTINCT FROM NEW.word_counts))
+    EXECUTE FUNCTION pgcatalog_add_words();
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT FROM pgcatalog_words) THEN
+        INSERT INTO pgcatalog_words (index_name, word)
+        SELECT DISTINCT c.name, u.word
+          FROM object_state, jsonb_object_keys(word_counts) AS c(name),
+               unnest(tsvector_to_array({_text_vector("object_state")})) AS u(word)
+         WHERE word_counts IS NOT NULL
+        ON CONFLICT DO NOTHING;
+    END IF;
+END $$;
+"""
+
 
 # What a transaction changed of what searches read, for the counts that
 # stand while what they read is unchanged (counts.py).  Each row written

@@ -25,6 +25,7 @@ from plone.pgcatalog.processor import retire_processor
 from plone.pgcatalog.privileges import require_schema_owner
 from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
 from plone.pgcatalog.schema import CHANGE_TRIGGERS
+from plone.pgcatalog.schema import LEXICON_TRIGGERS
 from plone.pgcatalog.schema import WORD_TRIGGERS
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
@@ -154,13 +155,16 @@ def _drop_sql(objects: list[str]) -> str:
     return ";\n".join(
         [
             *(f"DROP {what}" for what in objects),
-            *(f"DROP TRIGGER IF EXISTS {trigger} ON object_state" for trigger in (*WORD_TRIGGERS, *CHANGE_TRIGGERS)),
+            *(
+                f"DROP TRIGGER IF EXISTS {trigger} ON object_state"
+                for trigger in (*WORD_TRIGGERS, *LEXICON_TRIGGERS, *CHANGE_TRIGGERS)
+            ),
             f"ALTER TABLE object_state {columns}",
-            "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), pgcatalog_note_changes(), "
-            "pgcatalog_stamp_noted(), pgcatalog_stamp(), "
+            "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), pgcatalog_add_words(), "
+            "pgcatalog_note_changes(), pgcatalog_stamp_noted(), pgcatalog_stamp(), "
             "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text), "
             "pgcatalog_occurrences(tsvector, text, tsquery)",
-            "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_schema",
+            "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words, pgcatalog_schema",
         ]
     )
 
