@@ -36,6 +36,8 @@ QUERIES = [
     {"SearchableText": "riv*"},
     {"SearchableText": "s*"},
     {"SearchableText": "s* OR copper"},
+    # an OR adds up its parts: a word and a glob that stands for it, a glob twice
+    {"SearchableText": "river OR riv* OR riv*"},
     {"SearchableText": "river -stone"},
     {"SearchableText": "river AND NOT (stone OR copper)"},
     {"SearchableText": '"copper willow"'},

@@ -86,7 +86,7 @@ class _Index:
     (statistics, words, glob expansions), the per-row word counts and
     the score expression, each with its parameters in order."""
 
-    def __init__(self, number: int, scored: Scored, pending: Pending | None):
+    def __init__(self, number: int, scored: Scored, pending: Pending | None, one_scan: bool = False):
         self.n = number
         self.index = scored.index
         self.key = r.name_literal(scored.index.name)
@@ -97,8 +97,12 @@ class _Index:
         # match scores nothing), each with its parameters
         self.gates: list[tuple[str, list]] = []
         self.tree = scored.tree
-        self.score = self._node(scored.tree, True)
         self.pending = pending
+        self.scanned_once = one_scan  # scored by :meth:`one_scan`
+        # there, each glob of the query, as often as it comes (an OR adds
+        # up its parts: ``post* OR post*`` counts twice, as in ZCatalog)
+        self.glob_parts: list[str] = []
+        self.score = self._node(scored.tree, True)
 
     # -- the score expression -------------------------------------------------
 
@@ -115,6 +119,9 @@ class _Index:
         if kind == "ATOM":
             return self._word(value)
         if kind == "GLOB":
+            if self.scanned_once:
+                self.glob_parts.append(value)
+                return "0"  # the globs' parts are summed in one join (see one_scan)
             name = f"pgcatalog_g{self.n}_{self.globs.setdefault(value, len(self.globs) + 1)}"
             # the row's words among the expansions: weighted and kept in one pass
             kept = f"ts_filter(setweight({self.index.expression()}, 'A', (SELECT array_agg(word) FROM {name})), '{{a}}')"
@@ -192,22 +199,28 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         return sql, params
 
     def _globs(self) -> tuple[list[str], list]:
-        """Each glob's expansions held by the rows, with their idf: the
-        rows holding its prefix, each filtered to the expansions it holds
-        (setweight and ts_filter, in C: unnesting every word of each row
-        took half of a glob search)."""
+        """Each glob's expansions held by the rows, with their idf: each
+        expansion's documents counted through the text index, as a word's
+        are.  A count reads no row's words: filtering each row holding the
+        prefix to its expansions instead, as :meth:`one_scan` does, made
+        ``postgresql*`` at 20,000 documents 15.7 ms against 13.9."""
         n, expr = self.n, self.index.expression()
+        # the expansion as a tsquery of that lexeme, quoted as text.lexeme
+        # quotes it (chr(39) a quote, chr(92) a backslash)
+        query = (
+            "(chr(39) || replace(replace(e.word, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39))"
+            " || chr(39))::tsquery"
+        )
         ctes, params = [], []
         for pattern, number in self.globs.items():
             expansions, expansion_params = self._expansions(pattern)
             ctes.append(
-                f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT u.lexeme AS word,"
-                f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
-                f" FROM pgcatalog_s{n} AS s, (SELECT array_agg(word) AS words FROM ({expansions}) AS e) AS e,"
-                f" {ROWS}, unnest(ts_filter(setweight({expr}, 'A', e.words), '{{a}}')) AS u"
-                f" WHERE {expr} @@ %s::tsquery GROUP BY u.lexeme, s.documents)"
+                f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT e.word,"
+                f" ln(1.0::float8 + s.documents / e.df) * 1024.0::float8 AS idf1024"
+                f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ {query}) AS df"
+                f" FROM ({expansions}) AS e OFFSET 0) AS e WHERE e.df > 0)"
             )
-            params += [*expansion_params, lexeme(glob_prefix(pattern)) + ":*"]
+            params += expansion_params
         return ctes, params
 
     def _idf(self, documents_with: str) -> str:
@@ -280,31 +293,69 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         rows that hold any of the words, for a text query that matches
         those rows (:func:`_any_of_words`): the same scan counts each word's
         documents (a document holds a word where its frequency is above 0)
-        and marks the matches, so no row is read twice."""
-        n, expr = self.n, self.index.expression()
+        and marks the matches, so no row is read twice.
+
+        The globs' expansions (``pgcatalog_e<n>``: each glob's number and
+        words) filter each row to those it holds (``kept``), from which
+        their documents are counted and each match's score for them summed
+        in one join (``pgcatalog_gs<n>``): the query is an OR, which adds
+        up the scores of its parts."""
+        n, expr, c = self.n, self.index.expression(), f"pgcatalog_c{self.n}"
         stats, params = self._statistics()
+        ctes = [stats]
+        kept = ""
+        if self.glob_parts:
+            expansions = []
+            for number, pattern in enumerate(self.glob_parts):
+                sql, expansion_params = self._expansions(pattern)
+                expansions.append(f"SELECT {number} AS glob, word FROM ({sql}) AS e")
+                params += expansion_params
+            ctes.append(f"pgcatalog_e{n} AS MATERIALIZED ({' UNION ALL '.join(expansions)})")
+            words = f"(SELECT array_agg(DISTINCT word) FROM pgcatalog_e{n})"
+            kept = f", ts_filter(setweight({expr}, 'A', {words}), '{{a}}') AS kept"
         counts, count_params = self.counts()
-        holding = ", ".join(f"count(*) FILTER (WHERE f[{i}] > 0)" for i in self.words.values())
-        ctes = [
-            stats,
-            f"pgcatalog_w{n} AS MATERIALIZED (SELECT zoid, path, pgcatalog_c{n}.dl, pgcatalog_c{n}.f,"
-            f" ({where}) AS matched FROM {ROWS}{counts} WHERE {expr} @@ %s::tsquery)",
-            self._idf(
-                f"(SELECT ARRAY[{holding}] AS df FROM pgcatalog_w{n}) AS d, unnest(d.df) WITH ORDINALITY AS w(df, i)"
-            ),
-            f"pgcatalog_scored AS MATERIALIZED (SELECT zoid, path, ({self.score})::bigint AS score"
-            f" FROM pgcatalog_w{n} AS pgcatalog_c{n} CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
-            f" CROSS JOIN pgcatalog_t{n} WHERE matched)",
-        ]
+        f = f"{c}.f" if self.words else "NULL"
+        ctes.append(
+            f"pgcatalog_w{n} AS MATERIALIZED (SELECT zoid, path, {c}.dl, {c}.freq, {f} AS f{kept},"
+            f" ({where}) AS matched FROM {ROWS}{counts} WHERE {expr} @@ %s::tsquery)"
+        )
         params += [*where_params, *count_params, node_tsquery(self.tree)]
+        joins, score = "", self.score
+        if self.words:
+            holding = ", ".join(f"count(*) FILTER (WHERE f[{i}] > 0)" for i in self.words.values())
+            ctes.append(
+                self._idf(
+                    f"(SELECT ARRAY[{holding}] AS df FROM pgcatalog_w{n}) AS d,"
+                    " unnest(d.df) WITH ORDINALITY AS w(df, i)"
+                )
+            )
+            joins += f" CROSS JOIN pgcatalog_t{n}"
+        if self.glob_parts:
+            okapi = self._okapi(f"COALESCE(({c}.freq ->> u.lexeme)::float8, cardinality(u.positions))", "g.idf1024")
+            ctes += [
+                f"pgcatalog_g{n} AS MATERIALIZED (SELECT u.lexeme AS word,"
+                f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
+                f" FROM pgcatalog_s{n} AS s, pgcatalog_w{n} AS w, unnest(w.kept) AS u GROUP BY u.lexeme, s.documents)",
+                f"pgcatalog_gs{n} AS MATERIALIZED (SELECT {c}.zoid, sum({okapi}) AS score"
+                f" FROM pgcatalog_w{n} AS {c} CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
+                f" CROSS JOIN LATERAL unnest({c}.kept) AS u JOIN pgcatalog_g{n} AS g ON g.word = u.lexeme"
+                f" JOIN pgcatalog_e{n} AS e ON e.word = u.lexeme WHERE {c}.matched GROUP BY {c}.zoid)",
+            ]
+            joins += f" LEFT JOIN pgcatalog_gs{n} ON pgcatalog_gs{n}.zoid = {c}.zoid"
+            score = f"{score} + COALESCE(pgcatalog_gs{n}.score, 0)"
+        ctes.append(
+            f"pgcatalog_scored AS MATERIALIZED (SELECT {c}.zoid, {c}.path, ({score})::bigint AS score"
+            f" FROM pgcatalog_w{n} AS {c} CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}{joins} WHERE {c}.matched)"
+        )
         return "WITH " + ",\n".join(ctes), params
 
 
 def _any_of_words(node) -> bool:
-    """Whether *node* is a word or words joined by OR: the rows holding
-    any of its words are its matches (with an AND or a phrase, far more)."""
+    """Whether *node* is a word, a glob or these joined by OR: the rows
+    holding any of its words (a glob's: its prefix) are its matches, or
+    few more (with an AND or a phrase, far more)."""
     kind = node.nodeType()
-    return kind == "ATOM" or (kind == "OR" and all(_any_of_words(child) for child in node.getValue()))
+    return kind in ("ATOM", "GLOB") or (kind == "OR" and all(_any_of_words(child) for child in node.getValue()))
 
 
 def ranked_sql(
@@ -312,9 +363,10 @@ def ranked_sql(
 ) -> tuple[str, list]:
     """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
     its score (the sum over the text indexes), to be selected from."""
+    # (a glob alone scores faster from its expansions' counts: see _globs)
+    if len(scored) == 1 and scored[0].tree.nodeType() != "GLOB" and _any_of_words(scored[0].tree):
+        return _Index(0, scored[0], pending, one_scan=True).one_scan(where, where_params)
     parts = [_Index(number, s, pending) for number, s in enumerate(scored)]
-    if len(parts) == 1 and _any_of_words(scored[0].tree):
-        return parts[0].one_scan(where, where_params)
     ctes, params = [], []
     for part in parts:
         sql, ps = part.ctes()
