@@ -356,6 +356,11 @@ CREATE TABLE IF NOT EXISTS pgcatalog_words (
     index_name TEXT NOT NULL, word TEXT COLLATE "C" NOT NULL, PRIMARY KEY (index_name, word));
 CREATE OR REPLACE FUNCTION pgcatalog_add_words() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'UPDATE' AND NOT EXISTS (
+        SELECT FROM jsonb_object_keys(NEW.word_counts) AS c(name)
+         WHERE ({_text_vector("NEW")}) IS DISTINCT FROM ({_text_vector("OLD")})) THEN
+        RETURN NULL;  -- (an edit of other indexes than the text ones)
+    END IF;
     INSERT INTO pgcatalog_words (index_name, word)
     SELECT name, word FROM (
         SELECT c.name, unnest(tsvector_to_array({_text_vector("NEW")})) AS word
