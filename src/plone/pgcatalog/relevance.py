@@ -10,7 +10,8 @@ with *f* the frequency of *w* in *d*, *dl* the number of words of *d*,
 *N* the number of documents in the index, *meandoclen* their mean length
 and *df* the number of documents holding *w*.  The parse tree adds these
 up: an ``AND`` sums its parts (its ``NOT`` parts add nothing), an ``OR``
-the parts that match, a phrase its words, a glob the words it expands to.
+the parts that match, a phrase its words, a glob the words it expands to
+(found in the lexicon, ``pgcatalog_words``: see ``schema.LEXICON``).
 The other indexes of the query then change every score alike (see
 :func:`score_scale`), which leaves the order as it is.
 
