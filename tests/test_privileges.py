@@ -157,6 +157,8 @@ class SearchTest(RuntimeRoleTestCase):
         return [
             {"portal_type": "Document", "path": "/plone/lp", "sort_on": "id"},
             {"SearchableText": "river"},  # relevance order: pgcatalog_okapi, text statistics
+            {"SearchableText": "riv* AND sto*"},  # globs: the lexicon (pgcatalog_words)
+            {"SearchableText": "riv* OR clo*"},
             {"review_state": "published", "path": {"query": "/plone/lp", "depth": 1}},
             {"Title": "stone", "sort_on": "sortable_title", "sort_order": "reverse"},
             {"path": {"query": "/plone/lp", "depth": 1}, "sort_on": "getObjPositionInParent", "b_size": 2},
@@ -169,6 +171,8 @@ class SearchTest(RuntimeRoleTestCase):
         expected = self.paths(self.catalog)
         self.assertEqual(expected[0], ["/plone/lp/d0", "/plone/lp/d1", "/plone/lp/d2"])
         self.assertEqual(expected[1], ["/plone/lp/d0", "/plone/lp/d1"])
+        self.assertEqual(expected[2], ["/plone/lp/d0"])
+        self.assertEqual(sorted(expected[3]), ["/plone/lp/d0", "/plone/lp/d1", "/plone/lp/d2"])
         self.assertEqual(self.paths(self.role_catalog), expected)
         found = api.content.find(context=self.site["lp"], portal_type="Document", sort_on="id")
         self.assertEqual([brain.getPath() for brain in found], expected[0])
