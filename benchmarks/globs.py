@@ -1,0 +1,138 @@
+"""Text searches as Plone's search page sends them, side by side.
+
+    .venv/bin/python benchmarks/globs.py --docs 5000
+    .venv/bin/python benchmarks/globs.py --docs 500 5000 --backends pgcatalog relstorage
+
+Plone's search page (and plone.app.querystring's search) turns each typed
+word into a glob and joins them with AND (``munge_search_term``:
+``postgresql`` becomes ``postgresql*``, two words ``report* AND
+postgresql*``).  For each backend, in its own process on a fresh database
+(as ``run.py``), a site of the benchmark's documents, then each query of
+:data:`QUERIES` as a bare search and as a listing, as the site's admin,
+medians in ms; the plain word beside them.  Printed as a table of
+pgcatalog ÷ each other backend, and written to
+``benchmarks/results/<stamp>-globs.json``.
+"""
+
+from __future__ import annotations
+
+from database import fresh_database
+from database import pg_server
+from pathlib import Path
+
+import argparse
+import contextlib
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+HERE = Path(__file__).resolve().parent
+
+QUERIES = {
+    "word": "postgresql",
+    "one word typed": "postgresql*",
+    "two words typed": "report* AND postgresql*",
+    "a short prefix": "post*",
+    "words or a glob": "report OR postgresql*",
+}
+
+
+def measure(backend: str, dsn: str | None, docs: list[int], iterations: int) -> dict:
+    """In this process: build *backend*'s site, grow it to each size of
+    *docs* and time :data:`QUERIES` there."""
+    from measure import time_repeated
+    from worker import Worker
+    from workload import run_bare
+    from workload import run_listing
+
+    import transaction
+    import zopesite
+
+    logging.disable(logging.CRITICAL)
+    home = Path(tempfile.mkdtemp(prefix=f"pgcatalog-globs-{backend}-"))
+    try:
+        worker = Worker({"backend": backend, "dsn": dsn, "home": str(home), "vacuum": "each"})
+        worker.build()
+        out = {}
+        for size in sorted(docs):
+            worker.grow_to(size)
+            worker.settle()
+            transaction.abort()
+            zopesite.login(worker.app)
+            timings = out[str(size)] = {}
+            for name, text in QUERIES.items():
+                query = {"SearchableText": text}
+                found = len(worker.catalog.searchResults(**query))
+                timings[name] = {"found": found}
+                for variant, run in (("bare", run_bare), ("listing", run_listing)):
+                    timed = time_repeated(
+                        lambda run=run, query=query: run(worker.catalog, query), transaction.abort, iterations, 5
+                    )
+                    timings[name][variant] = round(timed["median"], 3)
+                print(f"[{backend} {size}] {name}: {timings[name]}", file=sys.stderr, flush=True)
+        return out
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def run(backend: str, server: str, docs: list[int], iterations: int) -> dict:
+    """:func:`measure` for *backend* in a subprocess, on a fresh database
+    (FileStorage needs none)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.json"
+        database = fresh_database(server, backend) if backend != "filestorage" else contextlib.nullcontext()
+        with database as dsn:
+            args = [backend, json.dumps(dsn), json.dumps(docs), str(iterations), str(out)]
+            subprocess.run([sys.executable, __file__, "--worker", *args], check=True, cwd=HERE)
+        return json.loads(out.read_text())
+
+
+def table(results: dict) -> str:
+    backends = list(results)
+    ours, others = backends[0], backends[1:]
+    head = ["docs", "query", "found", *(f"{b} bare / listing ms" for b in backends)]
+    head += [f"÷ {b} bare / listing" for b in others]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for size, timings in results[ours].items():
+        for name, mine in timings.items():
+            row = [size, f"{name}: `{QUERIES[name]}`", str(mine["found"])]
+            for b in backends:
+                theirs = results[b][size][name]
+                row.append(f"{theirs['bare']:.2f} / {theirs['listing']:.2f}")
+            for b in others:
+                theirs = results[b][size][name]
+                row.append(f"{mine['bare'] / theirs['bare']:.2f}x / {mine['listing'] / theirs['listing']:.2f}x")
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        backend, dsn, docs, iterations, out = argv[1:]
+        result = measure(backend, json.loads(dsn), json.loads(docs), int(iterations))
+        Path(out).write_text(json.dumps(result))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, nargs="+", default=[5000])
+    parser.add_argument("--backends", nargs="+", default=["pgcatalog", "relstorage"])
+    parser.add_argument("--iterations", type=int, default=100)
+    args = parser.parse_args(argv)
+    results = {}
+    with pg_server() as server:
+        for backend in args.backends:
+            results[backend] = run(backend, server, args.docs, args.iterations)
+    path = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-globs.json"
+    path.write_text(json.dumps({"docs": args.docs, "queries": QUERIES, "results": results}, indent=1))
+    print(table(results))
+    print(f"results: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
