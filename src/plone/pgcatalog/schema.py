@@ -326,9 +326,9 @@ END $$;
 )
 
 # ZCTextIndex's lexicon: every word each text index has held, so that a
-# glob (``post*``, which Plone's search page makes of the last word typed)
+# glob (``post*``: Plone's search page makes one of every word typed)
 # finds its words in an index range instead of in the words of every row
-# holding the prefix (11 ms of a 20 ms search at 20,000 documents).  As in
+# holding the prefix (relevance.py; docs/performance.md, "Globs").  As in
 # ZCatalog, a word stays once no row holds it: it then scores nothing.  A
 # row written (by a commit, a rebuild, an undo, SQL by hand) adds the words
 # of its text indexes that the row did not hold before, in order (commits
