@@ -73,6 +73,11 @@ def score_scale(named: Iterable[r.IndexDef]) -> tuple[int, int]:
     return a, b
 
 
+def _idf1024(documents_with: str) -> str:
+    """``ln(1 + N / df) * 1024``, N being ``s.documents``."""
+    return f"ln(1.0::float8 + s.documents / {documents_with}) * 1024.0::float8"
+
+
 def _sum(terms: list[str]) -> str:
     """``a + b + ...`` as a balanced tree (see ``text._balanced``): a query
     of thousands of words must not nest thousands deep."""
@@ -110,6 +115,13 @@ class _Index:
     def _okapi(self, freq: str, idf: str) -> str:
         return f"pgcatalog_okapi(({freq})::float8, pgcatalog_c{self.n}.dl, pgcatalog_m{self.n}.meandoclen, {idf})"
 
+    def _kept_okapi(self) -> str:
+        """The score of an expansion ``u`` (a lexeme of a row's vector kept
+        by a glob's filter) whose idf is ``g.idf1024``."""
+        return self._okapi(
+            f"COALESCE((pgcatalog_c{self.n}.freq ->> u.lexeme)::float8, cardinality(u.positions))", "g.idf1024"
+        )
+
     def _word(self, word: str) -> str:
         i = self.words.setdefault(word, len(self.words) + 1)
         return self._okapi(f"pgcatalog_c{self.n}.f[{i}]", f"pgcatalog_t{self.n}.idf1024[{i}]")
@@ -126,11 +138,10 @@ class _Index:
             name = f"pgcatalog_g{self.n}_{self.globs.setdefault(value, len(self.globs) + 1)}"
             # the row's words among the expansions: weighted and kept in one pass
             kept = f"ts_filter(setweight({self.index.expression()}, 'A', (SELECT array_agg(word) FROM {name})), '{{a}}')"
-            okapi = self._okapi(
-                f"COALESCE((pgcatalog_c{self.n}.freq ->> g.word)::float8, cardinality(u.positions))",
-                "g.idf1024",
+            return (
+                f"COALESCE((SELECT sum({self._kept_okapi()}) FROM unnest({kept}) AS u"
+                f" JOIN {name} AS g ON g.word = u.lexeme), 0)"
             )
-            return f"COALESCE((SELECT sum({okapi}) FROM unnest({kept}) AS u JOIN {name} AS g ON g.word = u.lexeme), 0)"
         if kind == "PHRASE":
             parts = [self._word(word) for word in value]
         elif kind == "AND":
@@ -217,7 +228,7 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             expansions, expansion_params = self._expansions(pattern)
             ctes.append(
                 f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT e.word,"
-                f" ln(1.0::float8 + s.documents / e.df) * 1024.0::float8 AS idf1024"
+                f" {_idf1024('e.df')} AS idf1024"
                 f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ {query}) AS df"
                 f" FROM ({expansions}) AS e OFFSET 0) AS e WHERE e.df > 0)"
             )
@@ -228,9 +239,8 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         """The words' idf, in order, from *documents_with*: a FROM item of
         rows ``(df, i)``, the number of documents holding word *i*."""
         return (
-            f"pgcatalog_t{self.n} AS MATERIALIZED (SELECT array_agg(ln(1.0::float8 + s.documents"
-            f" / NULLIF(w.df, 0)) * 1024.0::float8 ORDER BY w.i) AS idf1024 FROM pgcatalog_s{self.n} AS s,"
-            f" {documents_with})"
+            f"pgcatalog_t{self.n} AS MATERIALIZED (SELECT array_agg({_idf1024('NULLIF(w.df, 0)')} ORDER BY w.i)"
+            f" AS idf1024 FROM pgcatalog_s{self.n} AS s, {documents_with})"
         )
 
     def ctes(self) -> tuple[list[str], list]:
@@ -292,7 +302,7 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
     def one_scan(self, where: str, where_params: list) -> tuple[str, list]:
         """``WITH ...``: the matches of *where* scored with one scan of the
         rows that hold any of the words, for a text query that matches
-        those rows (:func:`_any_of_words`): the same scan counts each word's
+        those rows (:func:`_one_scan`): the same scan counts each word's
         documents (a document holds a word where its frequency is above 0)
         and marks the matches, so no row is read twice.
 
@@ -332,12 +342,11 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             )
             joins += f" CROSS JOIN pgcatalog_t{n}"
         if self.glob_parts:
-            okapi = self._okapi(f"COALESCE(({c}.freq ->> u.lexeme)::float8, cardinality(u.positions))", "g.idf1024")
             ctes += [
                 f"pgcatalog_g{n} AS MATERIALIZED (SELECT u.lexeme AS word,"
-                f" ln(1.0::float8 + s.documents / count(*)) * 1024.0::float8 AS idf1024"
+                f" {_idf1024('count(*)')} AS idf1024"
                 f" FROM pgcatalog_s{n} AS s, pgcatalog_w{n} AS w, unnest(w.kept) AS u GROUP BY u.lexeme, s.documents)",
-                f"pgcatalog_gs{n} AS MATERIALIZED (SELECT {c}.zoid, sum({okapi}) AS score"
+                f"pgcatalog_gs{n} AS MATERIALIZED (SELECT {c}.zoid, sum({self._kept_okapi()}) AS score"
                 f" FROM pgcatalog_w{n} AS {c} CROSS JOIN pgcatalog_s{n} AS pgcatalog_m{n}"
                 f" CROSS JOIN LATERAL unnest({c}.kept) AS u JOIN pgcatalog_g{n} AS g ON g.word = u.lexeme"
                 f" JOIN pgcatalog_e{n} AS e ON e.word = u.lexeme WHERE {c}.matched GROUP BY {c}.zoid)",
@@ -351,12 +360,16 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         return "WITH " + ",\n".join(ctes), params
 
 
-def _any_of_words(node) -> bool:
-    """Whether *node* is a word, a glob or these joined by OR: the rows
-    holding any of its words (a glob's: its prefix) are its matches, or
-    few more (with an AND or a phrase, far more)."""
+def _one_scan(node) -> bool:
+    """Whether *node* is scored in one scan (:meth:`_Index.one_scan`): a
+    word, or words and globs joined by OR, whose matches are the rows
+    holding any of its words (a glob's: its prefix), or few more (with an
+    AND or a phrase, far more).  A glob alone scores faster from its
+    expansions' counts (see ``_globs``)."""
     kind = node.nodeType()
-    return kind in ("ATOM", "GLOB") or (kind == "OR" and all(_any_of_words(child) for child in node.getValue()))
+    return kind == "ATOM" or (
+        kind == "OR" and all(child.nodeType() == "GLOB" or _one_scan(child) for child in node.getValue())
+    )
 
 
 def ranked_sql(
@@ -364,8 +377,7 @@ def ranked_sql(
 ) -> tuple[str, list]:
     """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
     its score (the sum over the text indexes), to be selected from."""
-    # (a glob alone scores faster from its expansions' counts: see _globs)
-    if len(scored) == 1 and scored[0].tree.nodeType() != "GLOB" and _any_of_words(scored[0].tree):
+    if len(scored) == 1 and _one_scan(scored[0].tree):
         return _Index(0, scored[0], pending, one_scan=True).one_scan(where, where_params)
     parts = [_Index(number, s, pending) for number, s in enumerate(scored)]
     ctes, params = [], []
