@@ -180,6 +180,25 @@ class CatalogXMLTest(BothSitesTestCase):
         self.assertEqual(pg_body, z_body)
         self.assertIn('name="Case Normalizer"', pg_body)
 
+    def test_a_lexicon_added_after_a_search_is_read(self):
+        """The catalog keeps its lexicons between searches: one added since,
+        and one reconfigured since, in the same transaction, are read."""
+        self.assert_same(True, SearchableText="alpha")  # the lexicons are read, and kept
+        for site in self.sites:
+            setSite(site)
+            import_catalog_xml(site, LEXICON)
+            site.portal_catalog.manage_reindexIndex(ids=["addon_title"])
+        title = self.sites[1].portal_catalog.unrestrictedSearchResults(id="item-000")[0].Title
+        word = title.split()[0]
+        self.assert_same(True, addon_title=word)  # split on white space only: "Alpha" as it is
+        self.assertNotEqual(self.found(addon_title=word)[0], self.found(addon_title=word.lower())[0])
+        for site in self.sites:
+            setSite(site)
+            import_catalog_xml(site, LEXICON_FOLDING)
+            site.portal_catalog.manage_reindexIndex(ids=["addon_title"])
+        self.assert_same(True, addon_title=word.lower())
+        self.assertEqual(self.found(addon_title=word)[0], self.found(addon_title=word.lower())[0])
+
     def test_export_names_the_settings(self):
         self.each(lambda site: import_catalog_xml(site, ADDON))
         bodies = []

@@ -3,6 +3,7 @@
 from datetime import datetime
 from DateTime import DateTime
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.query import build
 from plone.pgcatalog.query import canonical
 from plone.pgcatalog.query import Fault
 from plone.pgcatalog.query.cache import compiled
@@ -22,8 +23,15 @@ class Tool:
     """What the cache needs of a catalog tool: a ``__dict__``."""
 
 
-def statement(tool, query, indexes=INDEXES):
-    return compiled(tool, canonical(query), indexes, {}, PATH)
+def statement(tool, query, indexes=INDEXES, lexicons=None):
+    """The statement of *query* built or kept by *tool* (as ``search``
+    asks: the query as given)."""
+    lexicons = lexicons or {}
+
+    def make(lexicons):
+        return build(canonical(query), indexes, lexicons, PATH)
+
+    return compiled(tool, query, indexes, lambda: lexicons, PATH, make)
 
 
 class CompiledTest(unittest.TestCase):
@@ -32,7 +40,10 @@ class CompiledTest(unittest.TestCase):
         query = {"portal_type": "Document", "Subject": ["a", "b"], "sort_on": "created"}
         first = statement(tool, query)
         self.assertIs(statement(tool, dict(query)), first)
-        self.assertIs(statement(tool, {**query, "Subject": ("b", "a")}), first)  # canonical sorts it
+        self.assertIs(statement(tool, {**query, "Subject": ("a", "b")}), first)  # a tuple is read as a list
+        reordered = statement(tool, {**query, "Subject": ["b", "a"]})  # kept apart, compiled alike
+        self.assertIsNot(reordered, first)
+        self.assertEqual((reordered.where_sql(), reordered.params), (first.where_sql(), first.params))
         self.assertIsNot(statement(tool, {**query, "Subject": ["a", "c"]}), first)
         self.assertIsNot(statement(Tool(), query), first)  # each tool (and connection) its own
 
@@ -92,6 +103,14 @@ class CompiledTest(unittest.TestCase):
         self.assertIsNot(statement(tool, query, changed), first)
         self.assertIs(tool.__dict__["_v_statements"][0], changed)
 
+    def test_a_new_catalog_path_drops_what_was_kept(self):
+        tool = Tool()
+        query = {"portal_type": "Document"}
+        first = statement(tool, query)
+        moved = compiled(tool, query, INDEXES, dict, ("", "other", "portal_catalog"), lambda lexicons: object())
+        self.assertIsNot(moved, first)
+        self.assertIsNot(statement(tool, query), first)
+
     def test_the_least_recently_used_go_first(self):
         tool = Tool()
         first = statement(tool, {"portal_type": "first"})
@@ -100,7 +119,7 @@ class CompiledTest(unittest.TestCase):
             statement(tool, {"portal_type": f"type {number}"})
             if number == SIZE // 2:
                 self.assertIs(statement(tool, {"portal_type": "first"}), first)  # used again
-        self.assertEqual(len(tool.__dict__["_v_statements"][1]), SIZE)
+        self.assertEqual(len(tool.__dict__["_v_statements"][2]), SIZE)
         self.assertIs(statement(tool, {"portal_type": "first"}), first)
         self.assertIsNot(statement(tool, {"portal_type": "type 0"}), zero)
 
@@ -113,10 +132,26 @@ class LexiconTest(unittest.TestCase):
 
         indexes = {**INDEXES, "SearchableText": r.IndexDef("SearchableText", r.TEXT, options={"lexicon_id": "lex"})}
         lexicon = Lexicon("lex", "", Splitter(), CaseNormalizer())
-        tool, query = Tool(), canonical({"SearchableText": "Word"})
-        first = compiled(tool, query, indexes, {"lex": lexicon}, PATH)
-        self.assertIs(compiled(tool, query, indexes, {"lex": lexicon}, PATH), first)
+        tool, query = Tool(), {"SearchableText": "Word"}
+        asked = []
+
+        def lexicons():
+            asked.append(1)
+            return {"lex": lexicon}
+
+        def kept():
+            return compiled(tool, query, indexes, lexicons, PATH, lambda found: build(query, indexes, found, PATH))
+
+        first = kept()
+        self.assertIs(kept(), first)
+        self.assertEqual(len(asked), 2)  # the hit checks the pipeline
         lexicon._pipeline = (Splitter(),)  # set_pipeline: words keep their case now
-        other = compiled(tool, query, indexes, {"lex": lexicon}, PATH)
+        other = kept()
         self.assertIsNot(other, first)
         self.assertNotEqual(other.params, first.params)
+        self.assertIs(kept(), other)
+        # a query on no text index never asks for the lexicons
+        asked.clear()
+        for _ in range(2):
+            compiled(tool, {"portal_type": "a"}, indexes, lexicons, PATH, lambda found: build({"portal_type": "a"}, indexes, found, PATH))
+        self.assertEqual(asked, [])

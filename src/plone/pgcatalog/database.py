@@ -21,6 +21,7 @@ from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from collections.abc import Iterator
+from collections.abc import Sequence
 from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.overlay import pending_metadata
@@ -49,12 +50,14 @@ def read(context: Any, sql: str, params: list, site: str | None = None, **option
     return rows
 
 
-def site_path(catalog: Any) -> str:
-    """The path of the site *catalog* serves: its rows are those at and
-    below it (other sites may share the database).  A catalog without
-    acquisition context (``getUtility(ICatalogTool)``) is found from the
-    current site up."""
+def site_path(catalog: Any, catalog_path: Sequence[str] | None = None) -> str:
+    """The path of the site *catalog* (at *catalog_path*, if known) serves:
+    its rows are those at and below it (other sites may share the
+    database).  A catalog without acquisition context
+    (``getUtility(ICatalogTool)``) is found from the current site up."""
     site = aq_parent(aq_inner(catalog))
+    if site is not None and catalog_path is not None:
+        return "/".join(catalog_path[:-1])  # the site holds it
     if site is None:
         tool = aq_base(catalog)
         site = getSite()

@@ -89,9 +89,19 @@ InitializeClass(Lexicon)
 
 def lexicons(tool: Any) -> dict[str, Lexicon]:
     """The catalog's ZCTextIndex lexicons by id (a ``PLexicon`` left by an
-    older release read as ours)."""
-    return {
-        obj.getId(): obj if isinstance(obj, Lexicon) else Lexicon.like(obj)
-        for obj in tool.objectValues()
-        if getattr(obj, "meta_type", None) == META_TYPE
-    }
+    older release read as ours).  Kept with the tool until its items
+    change (every text search asks): a lexicon is part of the tool's
+    record, and ``set_pipeline`` changes it in place."""
+    base = aq_base(tool)
+    objects = getattr(base, "_objects", ())
+    kept = base.__dict__.get("_v_lexicons")
+    if kept is not None and kept[0] is objects:
+        return kept[1]
+    found, ours = {}, True
+    for obj in tool.objectValues():
+        if getattr(obj, "meta_type", None) == META_TYPE:
+            ours = ours and isinstance(obj, Lexicon)
+            found[obj.getId()] = aq_base(obj) if isinstance(obj, Lexicon) else Lexicon.like(obj)
+    if ours:
+        base._v_lexicons = (objects, found)  # a PLexicon is read anew each time
+    return found

@@ -30,6 +30,7 @@ from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.query import add_sort
 from plone.pgcatalog.query.cache import compiled
+from plone.pgcatalog.query import build
 from plone.pgcatalog.query import canonical
 from plone.pgcatalog.query import Fault
 from plone.pgcatalog.query import Ordering
@@ -106,6 +107,7 @@ class Plan:
     reads: frozenset[str]  # what they read, as the change stamps name it
     count_key: Hashable | None  # counts.statement_key of where
     ranked: tuple[str, list] | None  # relevance.ranked_sql over the committed rows, for a text query
+    spec: list[tuple[r.IndexDef, bool]]  # sort_spec of the query
 
 
 def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan | None:
@@ -122,6 +124,7 @@ def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan |
         frozenset(stmt.reads | ordering.reads),
         statement_key(where, stmt.params),
         ranked,
+        spec,
     )
 
 
@@ -134,20 +137,20 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         raise TypeError(f"catalog query keys must be strings, not {odd[0]!r}")
     defs = catalog.indexes
     refuse_unserved(catalog.tool, query)
-    texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
-    lexicons = catalog.lexicons() if texts else {}
-    spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
-    asked = query  # batching options as given (canonical() makes tuples lists)
-    query = canonical(query)
+
+    def make(lexicons: Mapping[str, Any]) -> Plan | None:
+        spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
+        return _plan(spec, build(canonical(query), defs, lexicons, catalog.path))
+
     try:
-        plan = compiled(catalog.tool, query, defs, lexicons, catalog.path, partial(_plan, spec))
+        plan = compiled(catalog.tool, query, defs, catalog.lexicons, catalog.path, make)
     except Fault as fault:
         if fault.before is None or _any(catalog, fault.before.where_sql(), fault.before.params):
             raise fault.error from None
         return LazyCat([])
     if plan is None:
         return LazyCat([])
-    stmt, ordering, where, reads = plan.stmt, plan.ordering, plan.where, plan.reads
+    stmt, ordering, where, reads, spec = plan.stmt, plan.ordering, plan.where, plan.reads, plan.spec
 
     def count() -> int:
         column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
@@ -156,7 +159,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         return number
 
     try:
-        b_start, b_size, limit = _batch(asked)
+        b_start, b_size, limit = _batch(query)  # as given (canonical() makes tuples lists)
     except (TypeError, ValueError, OverflowError) as exc:
         # ZCatalog reads these only once something matched, and gives up
         # on a sorted batch that starts past the matches before it slices

@@ -457,13 +457,14 @@ class PGCatalogTool(UniqueObject, Folder):
         return searching(query, partial(search, self._as_searched()))
 
     def _as_searched(self) -> Catalog:
+        path = self.getPhysicalPath()
         return Catalog(
             self,
-            self.getPhysicalPath(),
+            path,
             r.index_defs(self),
             tuple(self._pgc_columns),
             partial(lexicons, self),
-            site_path(self),
+            site_path(self, path),
         )
 
     # CMFPlone's own: the user's roles and groups, and who sees inactive content
@@ -478,6 +479,11 @@ class PGCatalogTool(UniqueObject, Folder):
     def searchResults(self, query=None, **kw):
         """Search as the current user: Plone's security terms always apply."""
         processQueue()
+        return self._search(self._as_user(query, kw))
+
+    def _as_user(self, query, kw: dict) -> dict:
+        """The query of ``searchResults(query, **kw)``, merged, with the
+        current user's security terms."""
         kw = kw.copy()
         show_inactive = kw.get("show_inactive")
         if show_inactive is None and isinstance(query, dict):
@@ -496,15 +502,19 @@ class PGCatalogTool(UniqueObject, Folder):
             kw["sort_on"] = sort_on
         else:
             kw.pop("sort_on", None)
-        return self._search(self._secured(merge_query(query, **kw), not show_inactive))
+        return self._secured(merge_query(query, **kw), not show_inactive)
 
     def _secured(self, query: dict, active_only: bool) -> dict:
         """*query* limited to what the current user may see (and to active
         content if *active_only*).  The caller's own keys for these indexes
         go, options too: stock Plone lets ``allowedRolesAndUsers_range``
         or ``_operator`` change its security term; here nothing can."""
-        replaced = SECURITY_INDEXES if active_only else SECURITY_INDEXES[:1]
-        query = {key: value for key, value in query.items() if _index_of_key(key) not in replaced}
+        names, flat = _SECURITY_KEYS if active_only else _ROLES_KEYS
+        query = {
+            key: value
+            for key, value in query.items()
+            if not (isinstance(key, str) and (key in names or key.startswith(flat)))
+        }
         user = _getAuthenticatedUser(self)
         query["allowedRolesAndUsers"] = {"query": self._listAllowedRolesAndUsers(user)}
         if active_only:
@@ -620,6 +630,11 @@ InitializeClass(PGCatalogTool)
 # The indexes of Plone's security terms, which searchResults sets itself
 SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")
 
+# the security indexes a query may not name: as keys, and as the prefix of
+# a flat ``<index>_<option>`` key (``allowedRolesAndUsers_operator``)
+_SECURITY_KEYS = (SECURITY_INDEXES, tuple(f"{name}_" for name in SECURITY_INDEXES))
+_ROLES_KEYS = (SECURITY_INDEXES[:1], (f"{SECURITY_INDEXES[0]}_",))
+
 
 _minute: tuple[int, DateTime | None] = (-1, None)
 
@@ -634,15 +649,6 @@ def this_minute() -> DateTime:
         _minute = (minute, DateTime(minute * 60))
     return _minute[1]
 
-
-def _index_of_key(key) -> str | None:
-    """The security index a query key is about: its name or a flat
-    ``<index>_<option>`` key (``allowedRolesAndUsers_operator``)."""
-    if isinstance(key, str):
-        for name in SECURITY_INDEXES:
-            if key == name or key.startswith(name + "_"):
-                return name
-    return None
 
 
 def _redirect(response, url: str | None, message: str) -> None:

@@ -7,9 +7,10 @@ rest of the catalog's Python before the statement goes out.  Each catalog
 tool keeps the statements of its latest queries, per ZODB connection (a
 volatile attribute: one thread at a time; dropped when the tool changes,
 and when its index definitions do), keyed by the query as the compiler
-reads it.  A statement is not changed after it is built
+reads it, as it was asked (before ``canonical`` and ``sort_spec`` read
+it: a hit skips them too).  A statement is not changed after it is built
 (:mod:`.statement`), so one serves every search of its query; so does
-what the caller makes of it once (``planned``: the search's page plan).
+what the caller makes of it once (the search's page plan).
 
 The key holds every value of the query.  Dates of the date indexes count
 to the minute, the precision those indexes compare at: the ``DateTime()``
@@ -28,8 +29,6 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from DateTime import DateTime
 from plone.pgcatalog import registry as r
-from plone.pgcatalog.query.compiler import build
-from plone.pgcatalog.query.statement import Statement
 from typing import Any
 from ZPublisher.HTTPRequest import record
 
@@ -43,42 +42,55 @@ used go first)."""
 _DATED = (r.DATE, r.DATE_RANGE, r.DATE_RECURRING)
 
 
-def _itself(stmt: Statement | None) -> Any:
-    return stmt
-
-
 def compiled[T](
     tool: Any,
     query: dict,
     indexes: Mapping[str, r.IndexDef],
-    lexicons: Mapping[str, Any],
+    lexicons: Callable[[], Mapping[str, Any]],
     catalog_path: Sequence[str],
-    planned: Callable[[Statement | None], T] = _itself,
+    make: Callable[[Mapping[str, Any]], T],
 ) -> T:
-    """*planned* of :func:`~.compiler.build` of *query* (the statement
-    itself by default, None where nothing can match), or what it made of
-    the same query before.  Faults are raised every time (nothing is kept)."""
+    """``make(lexicons)`` for *query* as asked (the caller's compiling:
+    its query read, checked, built and planned), or what it made of an
+    equal query before.  *lexicons* (by id) are asked for by text queries
+    only.  Faults are raised every time (nothing is kept), so a query
+    found here passed every check the first time and needs none again."""
     key = query_key(query, indexes)
     if key is None:
-        return planned(build(query, indexes, lexicons, catalog_path))
-    # a text query is read by its lexicon's pipeline (a new one is a new tuple)
-    pipelines = tuple((name, lexicon._pipeline) for name, lexicon in sorted(lexicons.items()))
-    key = (key, tuple(catalog_path), tuple((name, id(pipeline)) for name, pipeline in pipelines))
+        return make(lexicons() if _texts(query, indexes) else {})
+    path = tuple(catalog_path)
     kept = tool.__dict__.get("_v_statements")
-    if kept is None or kept[0] is not indexes:
-        kept = (indexes, OrderedDict())
+    if kept is None or kept[0] is not indexes or kept[1] != path:
+        kept = (indexes, path, OrderedDict())
         tool._v_statements = kept
-    statements = kept[1]
+    statements = kept[2]
     found = statements.get(key)
-    if found is not None and all(a is b for (_, a), (_, b) in zip(found[0], pipelines, strict=True)):
-        statements.move_to_end(key)
-        return found[1]
-    made = planned(build(query, indexes, lexicons, catalog_path))
-    # the pipelines are kept with it: their ids in the key stay theirs
+    if found is not None:
+        pipelines, made = found
+        # a text query is read by its lexicons' pipelines (a new one is a new tuple)
+        if pipelines is None or _same(pipelines, lexicons()):
+            statements.move_to_end(key)
+            return made
+    if _texts(query, indexes):
+        now = lexicons()
+        pipelines = tuple((name, lexicon._pipeline) for name, lexicon in now.items())
+    else:
+        now, pipelines = {}, None
+    made = make(now)
     statements[key] = (pipelines, made)
     while len(statements) > SIZE:
         statements.popitem(last=False)
     return made
+
+
+def _texts(query: dict, indexes: Mapping[str, r.IndexDef]) -> bool:
+    return any(indexes[name].kind == r.TEXT for name in query if name in indexes)
+
+
+def _same(pipelines: tuple, lexicons: Mapping[str, Any]) -> bool:
+    return len(pipelines) == len(lexicons) and all(
+        name in lexicons and lexicons[name]._pipeline is pipeline for name, pipeline in pipelines
+    )
 
 
 def query_key(query: dict, indexes: Mapping[str, r.IndexDef]) -> Hashable | None:
