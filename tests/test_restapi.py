@@ -249,6 +249,87 @@ class QuerystringSearchTest(RestCase):
                 self.assertGreater(answer["items_total"], 0)
 
 
+class FacetCountTest(RestCase):
+    """``POST @facet-count`` on our site against one ``@querystring-search``
+    per value on the stock site, with that value chosen instead of the
+    facet's own criterion."""
+
+    CRITERIA = [
+        {"i": "portal_type", "o": SELECTION, "v": ["Document", "Event", "Folder", "News Item"]},
+        {"i": "SearchableText", "o": "plone.app.querystring.operation.string.contains", "v": "river"},
+        {"i": "Subject", "o": SELECTION, "v": ["alpha", "gamma"]},
+    ]
+
+    def stock_total(self, criteria: list, user: str) -> int:
+        status, found = self.request(self.sites[1], "POST", "/@querystring-search", {"query": criteria}, user)
+        self.assertEqual(status, "200 OK", found)
+        return found["items_total"]
+
+    def test_counts_as_querystring_searches_find_them(self):
+        pg, z = self.sites
+        facets = ["portal_type", "review_state", "Subject"]
+        for user in ("Manager", "Anonymous"):
+            status, got = self.request(pg, "POST", "/@facet-count", {"query": self.CRITERIA, "facets": facets}, user)
+            self.assertEqual(status, "200 OK", got)
+            self.assertEqual(got["@id"], "<site>/@facet-count")
+            for facet in facets:
+                others = [row for row in self.CRITERIA if row["i"] != facet]
+                expected = {}
+                for value in z.portal_catalog.uniqueValuesFor(facet):
+                    number = self.stock_total([*others, {"i": facet, "o": SELECTION, "v": [value]}], user)
+                    if number:
+                        expected[value] = number
+                data = got["facets"][facet]["data"]
+                self.assertEqual({row["value"]: row["count"] for row in data}, expected, (user, facet))
+                self.assertEqual([row["count"] for row in data], sorted(expected.values(), reverse=True))
+                if facet != "Subject":  # one value an item: the count is every item found without the facet
+                    self.assertEqual(got["facets"][facet]["count"], self.stock_total(others, user), (user, facet))
+                    self.assertEqual(got["facets"][facet]["count"], sum(expected.values()))
+            if user == "Manager":
+                self.assertGreater(sum(row["count"] for row in got["facets"]["Subject"]["data"]), 0)
+
+    def test_the_proposals_single_facet_and_date_buckets(self):
+        pg = self.sites[0]
+        status, one = self.request(pg, "POST", "/@facet-count", {"query": self.CRITERIA, "facet": "review_state"})
+        self.assertEqual(status, "200 OK", one)
+        status, several = self.request(
+            pg, "POST", "/@facet-count", {"query": self.CRITERIA, "facets": ["review_state", "Subject"]}
+        )
+        self.assertEqual(one["facets"]["review_state"], several["facets"]["review_state"])
+        dates = "plone.app.querystring.operation.date."
+        buckets = {
+            "ahead": [{"o": dates + "afterToday"}],
+            "next week": [{"o": dates + "largerThanRelativeDate", "v": "7"}],
+            "before": [{"o": dates + "beforeToday"}],
+        }
+        status, got = self.request(pg, "POST", "/@facet-count", {"facets": {"start": buckets, "portal_type": None}})
+        self.assertEqual(status, "200 OK", got)
+        data = got["facets"]["start"]["data"]
+        self.assertEqual([row["value"] for row in data], ["ahead", "next week", "before"])
+        for row in data:
+            expected = self.stock_total([{"i": "start", **buckets[row["value"]][0]}], "Manager")
+            self.assertEqual(row["count"], expected, row)
+        self.assertGreater(data[0]["count"] + data[2]["count"], 0)  # the events start around today
+        self.assertEqual(got["facets"]["start"]["count"], self.stock_total([{"i": "portal_type", "o": SELECTION, "v": ["Event"]}], "Manager"))
+
+    def test_bad_requests(self):
+        pg, z = self.sites
+        for body, status in (
+            ({"query": self.CRITERIA}, "400"),
+            ({"facets": ["allowedRolesAndUsers"]}, "400"),
+            ({"facets": ["no_such_index"]}, "400"),
+            ({"facets": {"created": [1, 2]}}, "400"),
+            ({"facets": {"created": {"soon": [{"o": "no.such.operation"}]}}}, "400"),
+            ({"facet": "Subject", "query": [{"i": "Subject", "o": "no.such.operation", "v": "x"}]}, "400"),
+        ):
+            got_status, got = self.request(pg, "POST", "/@facet-count", body)
+            self.assertTrue(got_status.startswith(status), (body, got_status, got))
+            self.assertNotIn("Traceback", json.dumps(got))
+        # a site whose catalog is ZCatalog has no facet counts
+        got_status, _ = self.request(z, "POST", "/@facet-count", {"facet": "Subject"})
+        self.assertTrue(got_status.startswith("404"), got_status)
+
+
 class CollectionTest(RestCase):
     def setUp(self):
         super().setUp()

@@ -208,6 +208,7 @@ class WebSurfaceTest(BothSitesTestCase):
             "getMetadataForRID",
             "searchAll",
             "uniqueValuesFor",
+            "facetCounts",
         ):
             for site in self.sites:
                 status, _ = self.get(

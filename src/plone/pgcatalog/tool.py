@@ -35,6 +35,8 @@ from plone.pgcatalog.indexes import CatalogInternals
 from plone.pgcatalog.indexes import index_entries
 from plone.pgcatalog.indexes import IndexesMapping
 from plone.pgcatalog.interfaces import IPGCatalogTool
+from plone.pgcatalog.facets import Facet
+from plone.pgcatalog.facets import facet_counts
 from plone.pgcatalog.lexicon import Lexicon
 from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.moves import move_queued
@@ -480,6 +482,15 @@ class PGCatalogTool(UniqueObject, Folder):
         """Search as the current user: Plone's security terms always apply."""
         processQueue()
         return self._search(self._as_user(query, kw))
+
+    @security.protected(SearchZCatalog)
+    @zpublish(False)
+    def facetCounts(self, facets, query=None, **kw) -> dict[str, Facet]:
+        """Per value of each index in *facets*, the matches of the query
+        (as ``searchResults`` takes it, security terms included) with that
+        index's own criterion left out (see :mod:`plone.pgcatalog.facets`)."""
+        processQueue()
+        return facet_counts(self._as_searched(), self._as_user(query, kw), facets)
 
     def _as_user(self, query, kw: dict) -> dict:
         """The query of ``searchResults(query, **kw)``, merged, with the
