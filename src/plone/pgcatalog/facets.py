@@ -85,9 +85,15 @@ def facet_counts(
     if common is None:
         return {index.name: Facet({}, 0) for index in named}
 
+    # each facet's own criterion (rows failing it count for that facet only)
+    criteria = {
+        number: compiled({key: query[key] for key in own[index.name]}) or ("false", [])
+        for number, index in enumerate(named)
+        if own[index.name]
+    }
     # the rows matching what every facet shares, once: each facet's value,
     # whether the row meets its own criterion (c<n>) and each bucket (b<n>_<m>)
-    columns, params, tests = ["object_state.zoid"], [], {}
+    columns, params = ["object_state.zoid"], []
 
     def column(name: str, where: tuple[str, list] | None) -> None:
         columns.append(f"COALESCE(({where[0]}), false) AS {name}" if where else f"false AS {name}")
@@ -95,22 +101,38 @@ def facet_counts(
 
     for number, index in enumerate(named):
         columns.append(f"(idx->{index.key}) AS v{number}")
-        if own[index.name]:
-            column(f"c{number}", compiled({key: query[key] for key in own[index.name]}))
-            tests[number] = f"c{number}"
+        if number in criteria:
+            column(f"c{number}", criteria[number])
         for bucket, bucket_query in enumerate((facets[index.name] or {}).values()):
             column(f"b{number}_{bucket}", compiled({index.name: bucket_query}))
+    where, where_params = _counted_rows(common, criteria)
 
     branches = []
     for number, index in enumerate(named):
-        others = " AND ".join(["true", *(test for other, test in tests.items() if other != number)])
+        others = " AND ".join(["true", *(f"c{other}" for other in criteria if other != number)])
         branches.extend(_branches(number, index, facets[index.name], others))
     sql = (
-        f"WITH {_ROWS} AS MATERIALIZED (SELECT {', '.join(columns)} FROM {ROWS} WHERE {common[0]})\n"
+        f"WITH {_ROWS} AS MATERIALIZED (SELECT {', '.join(columns)} FROM {ROWS} WHERE {where})\n"
         + "\nUNION ALL\n".join(branches)
     )
-    rows = read(catalog.tool, sql, [*params, *common[1]], site=catalog.site)
+    rows = read(catalog.tool, sql, [*params, *where_params], site=catalog.site)
     return _facets(named, facets, rows)
+
+
+def _counted_rows(common: tuple[str, list], criteria: dict[int, tuple[str, list]]) -> tuple[str, list]:
+    """The WHERE of the rows some facet counts: those matching what all
+    share and every facet's own criterion but at most one.  Written out
+    (``(c1 AND c2) OR (c0 AND c2) OR ...``) so that PostgreSQL reads them
+    through the criteria's indexes rather than every row the shared part
+    (often the security terms alone) finds."""
+    if len(criteria) < 2:
+        return common
+    parts, params = [], []
+    for left_out in criteria:
+        kept = [criteria[number] for number in criteria if number != left_out]
+        parts.append("(" + " AND ".join(f"({sql})" for sql, _ in kept) + ")")
+        params.extend(value for _, values in kept for value in values)
+    return f"{common[0]} AND ({' OR '.join(parts)})", [*common[1], *params]
 
 
 def _compiler(catalog: Catalog, query: dict) -> Callable[[dict], tuple[str, list] | None]:
