@@ -382,7 +382,18 @@ class SiteLifeTest(unittest.TestCase):
         ours = Client(self.server, "Plone", None).http.post(
             self.server.url + "/Plone/@facet-count", json={"facet": "Subject"}, headers={"Accept": "application/json"}
         )
-        self.assertEqual(ours.status_code, 200 if self.catalog_rows() is not None else 404, f"{when}: {ours.text[:500]}")
+        installed = self.catalog_rows() is not None
+        self.assertEqual(ours.status_code, 200 if installed else 404, f"{when}: {ours.text[:500]}")
+        # "did you mean", as each user: the word of the pages they see
+        for auth in (None, MEMBER, ADMIN):
+            client = Client(self.server, "Plone", auth)
+            tulips = self.rest_search(client, SearchableText="tulips")[0]
+            response = client.http.get(
+                client.url("@suggestions"), params={"SearchableText": "tulipz"}, headers={"Accept": "application/json"}
+            )
+            self.assertEqual(response.status_code, 200 if installed else 404, f"{when}: {response.text[:500]}")
+            if installed:
+                self.assertEqual(response.json()["items"][:1], ["tulips"] if tulips else [], f"{when} as {auth}")
         self.same(f"{when}: folder contents", self.folder_contents, users=(ADMIN,))
 
     # -- the test ----------------------------------------------------------

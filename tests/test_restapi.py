@@ -330,6 +330,27 @@ class FacetCountTest(RestCase):
         self.assertTrue(got_status.startswith("404"), got_status)
 
 
+class SuggestionsTest(RestCase):
+    """``GET @suggestions``: "did you mean" through Zope's publisher."""
+
+    def test_the_sites_words_for_a_misspelt_one(self):
+        pg, z = self.sites
+        for user in ("Manager", "Anonymous"):
+            status, found = self.request(pg, "GET", "/@suggestions?SearchableText=rivr&limit=3", user=user)
+            self.assertEqual(status, "200 OK", found)
+            self.assertEqual(found["@id"], "<site>/@suggestions")
+            self.assertEqual(found["items"][0], "river", user)
+            self.assertLessEqual(len(found["items"]), 3)
+        # other parameters limit the words as they limit the results
+        status, found = self.request(pg, "GET", "/@suggestions?SearchableText=rivr&portal_type=NoSuchType")
+        self.assertEqual((status, found["items"]), ("200 OK", []))
+        for bad in ("?SearchableText=rivr&limit=x", "?SearchableText=rivr&limit=0", "?portal_type=Document"):
+            status, found = self.request(pg, "GET", "/@suggestions" + bad)
+            self.assertTrue(status.startswith("400"), (bad, status, found))
+        status, _ = self.request(z, "GET", "/@suggestions?SearchableText=rivr")
+        self.assertTrue(status.startswith("404"), status)
+
+
 class CollectionTest(RestCase):
     def setUp(self):
         super().setUp()

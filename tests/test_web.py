@@ -209,6 +209,7 @@ class WebSurfaceTest(BothSitesTestCase):
             "searchAll",
             "uniqueValuesFor",
             "facetCounts",
+            "suggestions",
         ):
             for site in self.sites:
                 status, _ = self.get(

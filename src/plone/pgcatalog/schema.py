@@ -378,6 +378,19 @@ CREATE OR REPLACE TRIGGER {LEXICON_TRIGGERS[1]} AFTER UPDATE OF idx, searchable_
     FOR EACH ROW WHEN (NEW.word_counts IS NOT NULL AND (OLD.idx IS DISTINCT FROM NEW.idx
         OR OLD.searchable_text IS DISTINCT FROM NEW.searchable_text OR OLD.word_counts IS DISTINCT FROM NEW.word_counts))
     EXECUTE FUNCTION pgcatalog_add_words();
+-- "Did you mean" finds words by their trigrams (pg_trgm, shipped with
+-- PostgreSQL): where the extension cannot be made here, suggestions are
+-- off (suggestions.py says why) and everything else works.
+DO $$ BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'plone.pgcatalog: no pg_trgm (%), so no search suggestions', SQLERRM;
+END $$;
+DO $$ BEGIN
+    IF EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_trgm') THEN
+        EXECUTE 'CREATE INDEX IF NOT EXISTS pgcatalog_words_trigrams ON pgcatalog_words USING gin (word gin_trgm_ops)';
+    END IF;
+END $$;
 DO $$ BEGIN
     IF NOT EXISTS (SELECT FROM pgcatalog_words) THEN
         INSERT INTO pgcatalog_words (index_name, word)

@@ -1,4 +1,5 @@
-"""REST: ``POST /@facet-count``, facet counts for Volto's search block.
+"""REST: ``POST /@facet-count``, facet counts for Volto's search block,
+and ``GET /@suggestions``, "did you mean".
 
 The body is what ``@querystring-search`` takes (its ``query`` criteria,
 read as it reads them, Plone's search term munging included; batching
@@ -13,6 +14,11 @@ or to named buckets, each a list of querystring criteria of that index
 hold a value of the index, and ``data``, ``{"value", "count"}`` pairs,
 most first (buckets in the order given), each counted as the user would
 find it with that value chosen instead of the facet's own criterion.
+
+``GET /@suggestions?SearchableText=postgress&limit=5`` takes ``@search``'s
+parameters (other indexes limit the words as they limit the results) and
+answers ``{"@id", "items": [...]}``: other texts for the one typed, best
+first (see :mod:`plone.pgcatalog.suggestions`).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from plone.app.querystring.interfaces import IParsedQueryIndexModifier
 from plone.app.querystring.interfaces import IQueryModifier
 from plone.app.querystring.queryparser import parseFormquery
 from plone.restapi.deserializer import json_body
+from plone.restapi.interfaces import IZCatalogCompatibleQuery
 from plone.restapi.serializer.converters import json_compatible
 from plone.restapi.services import Service
 from Products.CMFCore.utils import getToolByName
@@ -34,7 +41,7 @@ from zope.component import getMultiAdapter
 from zope.component import getUtilitiesFor
 
 
-__all__ = ["FacetCount"]
+__all__ = ["FacetCount", "Suggestions"]
 
 
 class FacetCount(Service):
@@ -103,3 +110,21 @@ class FacetCount(Service):
                 raise ValueError(f"bucket {label!r} of {name!r} has no criterion of that index")
             made[label] = query[name]
         return made
+
+
+class Suggestions(Service):
+    """``GET @suggestions``: "did you mean" for a text search."""
+
+    def reply(self) -> dict:
+        catalog = getToolByName(self.context, "portal_catalog")
+        if getattr(catalog, "suggestions", None) is None:
+            raise NotFound("Suggestions need plone.pgcatalog installed in this site")
+        query = dict(self.request.form)
+        limit = query.pop("limit", "5")
+        try:
+            limit = int(limit)
+            query = getMultiAdapter((self.context, self.request), IZCatalogCompatibleQuery)(query)
+            found = catalog.suggestions(query, limit=limit)
+        except (CatalogError, TypeError, ValueError) as error:
+            raise BadRequest(f"Bad suggestions request: {error}") from None
+        return {"@id": f"{self.context.absolute_url()}/@suggestions", "items": found}

@@ -71,6 +71,16 @@ def lexeme(word: str) -> str:
     return "'" + word.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def lexeme_sql(word: str) -> str:
+    """The SQL of a ``tsquery`` of the one lexeme held by the SQL text
+    expression *word*, quoted as :func:`lexeme` quotes it (for words known
+    only inside a statement: chr(39) is a quote, chr(92) a backslash)."""
+    return (
+        f"(chr(39) || replace(replace({word}, chr(92), chr(92) || chr(92)), chr(39), chr(39) || chr(39))"
+        " || chr(39))::tsquery"
+    )
+
+
 def _balanced(operator: str, parts: list[str]) -> str:
     """``(a op b op c ...)`` nested as a balanced tree: PostgreSQL reads
     a flat list as a chain as deep as it is long, and thousands of terms

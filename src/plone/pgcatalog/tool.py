@@ -38,6 +38,7 @@ from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.facets import Facet
 from plone.pgcatalog.facets import facet_counts
 from plone.pgcatalog.lexicon import Lexicon
+from plone.pgcatalog.suggestions import suggestions as text_suggestions
 from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.moves import move_queued
 from plone.pgcatalog.moves import moved_row
@@ -491,6 +492,15 @@ class PGCatalogTool(UniqueObject, Folder):
         index's own criterion left out (see :mod:`plone.pgcatalog.facets`)."""
         processQueue()
         return facet_counts(self._as_searched(), self._as_user(query, kw), facets)
+
+    @security.protected(SearchZCatalog)
+    @zpublish(False)
+    def suggestions(self, query=None, limit: int = 5, **kw) -> list[str]:
+        """"Did you mean": up to *limit* other texts for the query's text
+        (as ``searchResults`` takes the query), whose words items the user
+        may see hold (see :mod:`plone.pgcatalog.suggestions`)."""
+        processQueue()
+        return text_suggestions(self._as_searched(), self._as_user(query, kw), limit)
 
     def _as_user(self, query, kw: dict) -> dict:
         """The query of ``searchResults(query, **kw)``, merged, with the
