@@ -84,9 +84,14 @@ class SuggestionsTest(CatalogTestCase):
             ({"SearchableText": "x", "limit": "5"}, "positive integer"),
             ({"portal_type": "Document"}, "text index"),
             ({"SearchableText": ["a", "b"]}, "text typed"),
+            ({"SearchableText": " ".join(f"word{n}" for n in range(21))}, "at most 20 words"),
         ):
             with self.assertRaisesRegex(CatalogError, message):
                 self.catalog.suggestions(**kw)
+
+    def test_odd_texts_get_nothing(self):
+        for text in ("x" * 3000, "postgress " + "y" * 3000, "'\\'; SELECT 1; --", "AND OR NOT", ""):
+            self.assertEqual(self.suggested(text), [], text[:40])
 
     def test_the_lexicon_has_a_trigram_index(self):
         with psycopg.connect(storage_dsn(self.portal)) as conn:

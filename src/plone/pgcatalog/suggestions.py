@@ -22,6 +22,7 @@ from plone.pgcatalog.query import Fault
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import lexeme_sql
+from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from Products.ZCatalog.ZCatalog import CatalogError
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ CANDIDATES = 20
 """Similar words looked at for each word typed."""
 COUNTED = 1000
 """How many items holding a word are counted, at most, to rank it."""
+MAX_WORDS = 20
+"""The most words a text may have to be given suggestions (what people type)."""
 # ZCTextIndex's operators: typed, they are no words to replace
 _OPERATORS = {"and", "or", "not"}
 
@@ -59,8 +62,10 @@ def suggestions(catalog: Catalog, query: dict, limit: int = 5) -> list[str]:
     lexicon = catalog.lexicons().get(index.options.get("lexicon_id"))
     typed = lexicon.parseTerms(text) if lexicon is not None else text.lower().split()
     words = [word for word in typed if word and word not in _OPERATORS and "*" not in word and "?" not in word]
-    if not words:
-        return []
+    if len(words) > MAX_WORDS:
+        raise CatalogError(f"Suggestions are made for at most {MAX_WORDS} words")
+    if not words or any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
+        return []  # (no index holds a word that long, nor anything like it)
     rest = {key: value for key, value in query.items() if key != index.name and not key.startswith(index.name + "_")}
     try:
         stmt = build(canonical(rest), catalog.indexes, catalog.lexicons(), catalog.path)
