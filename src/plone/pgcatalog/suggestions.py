@@ -59,9 +59,7 @@ def suggestions(catalog: Catalog, query: dict, limit: int = 5) -> list[str]:
     text = text.get("query") if isinstance(text, dict) else text
     if not isinstance(text, str):
         raise CatalogError(f"Suggestions need the text typed, not {text!r}")
-    lexicon = catalog.lexicons().get(index.options.get("lexicon_id"))
-    typed = lexicon.parseTerms(text) if lexicon is not None else text.lower().split()
-    words = [word for word in typed if word and word not in _OPERATORS and "*" not in word and "?" not in word]
+    words = _typed_words(catalog, index, text)
     if len(words) > MAX_WORDS:
         raise CatalogError(f"Suggestions are made for at most {MAX_WORDS} words")
     if not words or any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
@@ -72,12 +70,34 @@ def suggestions(catalog: Catalog, query: dict, limit: int = 5) -> list[str]:
     except Fault as fault:
         raise fault.error from None
     where, params = (stmt.where_sql(), stmt.params) if stmt is not None else (CATALOGED, [])
-    vector = index.expression()
+    sql = _sql(index.expression(), where)
+    try:
+        rows = read(catalog.tool, sql, [words, *params, index.name, *params], site=catalog.site)
+    except psycopg.errors.UndefinedFunction as error:
+        raise CatalogError(
+            "Suggestions need PostgreSQL's pg_trgm extension in the catalog's database "
+            f"(CREATE EXTENSION pg_trgm, then restart Zope): {error}"
+        ) from None
+    return _alternatives(words, rows, limit)
+
+
+def _typed_words(catalog: Catalog, index: r.IndexDef, text: str) -> list[str]:
+    """The words of *text* as *index* folds them, operators and globs left out."""
+    lexicon = catalog.lexicons().get(index.options.get("lexicon_id"))
+    typed = lexicon.parseTerms(text) if lexicon is not None else text.lower().split()
+    return [word for word in typed if word and word not in _OPERATORS and "*" not in word and "?" not in word]
+
+
+def _sql(vector: str, where: str) -> str:
+    """The statement of the suggestions: ``(n, NULL, NULL, NULL)`` for
+    each missing word (numbered from 1), ``(n, candidate, similarity,
+    items holding it)`` for each of its candidates some item holds.  Its
+    parameters: the words, *where*'s, the index name, *where*'s again."""
 
     def held(word: str) -> str:
         return f"{vector} @@ {lexeme_sql(word)} AND {where}"
 
-    sql = f"""WITH pgcatalog_typed AS (SELECT t.word, t.n FROM unnest(%s::text[]) WITH ORDINALITY AS t(word, n)),
+    return f"""WITH pgcatalog_typed AS (SELECT t.word, t.n FROM unnest(%s::text[]) WITH ORDINALITY AS t(word, n)),
 pgcatalog_missing AS MATERIALIZED (
     SELECT word, n FROM pgcatalog_typed AS t WHERE NOT EXISTS (SELECT FROM {ROWS} WHERE {held("t.word")})),
 pgcatalog_similar AS MATERIALIZED (
@@ -89,14 +109,6 @@ UNION ALL
 SELECT s.n, s.word, s.similarity, h.items FROM pgcatalog_similar AS s,
     LATERAL (SELECT count(*) AS items FROM (SELECT FROM {ROWS} WHERE {held("s.word")} LIMIT {COUNTED}) AS c) AS h
  WHERE h.items > 0"""
-    try:
-        rows = read(catalog.tool, sql, [words, *params, index.name, *params], site=catalog.site)
-    except psycopg.errors.UndefinedFunction as error:
-        raise CatalogError(
-            "Suggestions need PostgreSQL's pg_trgm extension in the catalog's database "
-            f"(CREATE EXTENSION pg_trgm, then restart Zope): {error}"
-        ) from None
-    return _alternatives(words, rows, limit)
 
 
 def _is_text(catalog: Catalog, name: str) -> bool:
