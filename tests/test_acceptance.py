@@ -467,6 +467,14 @@ class DemoFirstRunTest(unittest.TestCase):
             )
             titles = [a.get_text(strip=True) for a in soup.select("#search-results .result-title a")]
             self.assertIn("The catalog moved to PostgreSQL", titles)
+            # the catalog's additions, as Anonymous
+            site = f"http://127.0.0.1:{port}/Plone"
+            json_only = {"Accept": "application/json"}
+            suggested = requests.get(f"{site}/@suggestions", params={"SearchableText": "postgress"}, headers=json_only)
+            self.assertEqual(suggested.json()["items"][:1], ["postgresql"], suggested.text[:2000])
+            counted = requests.post(f"{site}/@facet-count", json={"facet": "portal_type"}, headers=json_only)
+            data = {row["value"]: row["count"] for row in counted.json()["facets"]["portal_type"]["data"]}
+            self.assertGreater(data.get("Document", 0), 0, counted.text[:2000])
             self.assertNotIn("Traceback", log.read_text())
         finally:
             if process.poll() is None:

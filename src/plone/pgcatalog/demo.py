@@ -134,6 +134,7 @@ def create_site(app: Any) -> None:
             "plone.app.contenttypes:default",
             "plone.app.contenttypes:plone-content",
             "plonetheme.barceloneta:default",
+            "plone.restapi:default",  # @search, @facet-count and @suggestions for everybody
             "plone.pgcatalog:default",
         ),
     )
