@@ -71,6 +71,11 @@ class SuggestionsTest(CatalogTestCase):
         self.assertEqual(self.suggested("quasarflux"), ["quasarfluxion"])
         # the rest of the query limits the words as it limits the results
         self.assertEqual(self.suggested("quasarflux", review_state="published"), [])
+        for who in ("anonymous", "owner"):
+            logout() if who == "anonymous" else login(self.layer["app"], SITE_OWNER_NAME)
+            # a rest that matches nothing holds no word
+            self.assertEqual(self.suggested("quasarflux", portal_type=None), [], who)
+            self.assertEqual(self.suggested("postgress", portal_type=None), [], who)
 
     def test_more_items_rank_first_among_equally_similar_words(self):
         logout()

@@ -19,7 +19,6 @@ from plone.pgcatalog.database import read
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import canonical
 from plone.pgcatalog.query import Fault
-from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import lexeme_sql
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
@@ -69,7 +68,9 @@ def suggestions(catalog: Catalog, query: dict, limit: int = 5) -> list[str]:
         stmt = build(canonical(rest), catalog.indexes, catalog.lexicons(), catalog.path)
     except Fault as fault:
         raise fault.error from None
-    where, params = (stmt.where_sql(), stmt.params) if stmt is not None else (CATALOGED, [])
+    if stmt is None:
+        return []  # the rest of the query matches nothing: no item holds a word
+    where, params = stmt.where_sql(), stmt.params
     sql = _sql(index.expression(), where)
     try:
         rows = read(catalog.tool, sql, [words, *params, index.name, *params], site=catalog.site)
