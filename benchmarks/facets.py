@@ -22,21 +22,14 @@ counts of the backends are compared.  Printed as a table, written to
 
 from __future__ import annotations
 
-from database import fresh_database
-from database import pg_server
 from pathlib import Path
 
-import argparse
-import json
 import logging
 import shutil
-import subprocess
+import sidebyside
 import sys
 import tempfile
-import time
 
-
-HERE = Path(__file__).resolve().parent
 
 
 def facets() -> dict:
@@ -131,16 +124,6 @@ def measure(backend: str, dsn: str | None, docs: list[int], iterations: int) -> 
         shutil.rmtree(home, ignore_errors=True)
 
 
-def run(backend: str, server: str, docs: list[int], iterations: int) -> dict:
-    """:func:`measure` for *backend* in a subprocess, on a fresh database."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out.json"
-        with fresh_database(server, backend) as dsn:
-            args = [backend, json.dumps(dsn), json.dumps(docs), str(iterations), str(out)]
-            subprocess.run([sys.executable, __file__, "--worker", *args], check=True, cwd=HERE)
-        return json.loads(out.read_text())
-
-
 def table(results: dict) -> str:
     backends = list(results)
     ours, others = backends[0], backends[1:]
@@ -157,26 +140,7 @@ def table(results: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "--worker":
-        backend, dsn, docs, iterations, out = argv[1:]
-        result = measure(backend, json.loads(dsn), json.loads(docs), int(iterations))
-        Path(out).write_text(json.dumps(result))
-        return 0
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, nargs="+", default=[20000])
-    parser.add_argument("--backends", nargs="+", default=["pgcatalog", "relstorage"])
-    parser.add_argument("--iterations", type=int, default=30)
-    args = parser.parse_args(argv)
-    results = {}
-    with pg_server() as server:
-        for backend in args.backends:
-            results[backend] = run(backend, server, args.docs, args.iterations)
-    path = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-facets.json"
-    path.write_text(json.dumps({"docs": args.docs, "facets": FACETS, "results": results}, indent=1))
-    print(table(results))
-    print(f"results: {path}", file=sys.stderr)
-    return 0
+    return sidebyside.main(__file__, __doc__, measure, table, {"facets": FACETS}, [20000], 30, argv)
 
 
 if __name__ == "__main__":

@@ -20,16 +20,15 @@ serves date indexes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.database import read
 from Products.ZCatalog.ZCatalog import CatalogError
-from plone.pgcatalog.query import build
-from plone.pgcatalog.query import canonical
-from plone.pgcatalog.query import Fault
+from plone.pgcatalog.query import criterion_keys
+from plone.pgcatalog.query import where_of
 from plone.pgcatalog.schema import ROWS
 from typing import Any
 from typing import TYPE_CHECKING
@@ -77,9 +76,9 @@ def facet_counts(
     named = [_facet_index(defs, name, buckets) for name, buckets in facets.items()]
     if not named:
         return {}
-    compiled = _compiler(catalog, query)
+    compiled = partial(where_of, indexes=defs, lexicons=catalog.lexicons(), catalog_path=catalog.path)
     compiled(query)  # a bad criterion fails as the search would
-    own = {index.name: _own_keys(query, index) for index in named}
+    own = {index.name: criterion_keys(query, index) for index in named}
     shared = {key: value for key, value in query.items() if not any(key in keys for keys in own.values())}
     common = compiled(shared)
     if common is None:
@@ -135,23 +134,6 @@ def _counted_rows(common: tuple[str, list], criteria: dict[int, tuple[str, list]
     return f"{common[0]} AND ({' OR '.join(parts)})", [*common[1], *params]
 
 
-def _compiler(catalog: Catalog, query: dict) -> Callable[[dict], tuple[str, list] | None]:
-    """A function giving the WHERE (and its parameters) of a part of
-    *query*, None where that matches nothing; faults raise their error."""
-    defs = catalog.indexes
-    texts = any(defs[name].kind == r.TEXT for name in query if name in defs)
-    lexicons = catalog.lexicons() if texts else {}
-
-    def compiled(part: dict) -> tuple[str, list] | None:
-        try:
-            stmt = build(canonical(part), defs, lexicons, catalog.path)
-        except Fault as fault:
-            raise fault.error from None
-        return None if stmt is None else (stmt.where_sql(), stmt.params)
-
-    return compiled
-
-
 def _branches(number: int, index: r.IndexDef, buckets: Mapping | None, others: str) -> list[str]:
     """The counts of facet *number* over the rows meeting the *others*'
     criteria: ``(number, value as JSON text or bucket number, count)``,
@@ -193,17 +175,6 @@ def _facet_index(defs: Mapping[str, r.IndexDef], name: Any, buckets: Mapping[str
     elif not isinstance(buckets, Mapping) or not all(isinstance(key, str) for key in buckets):
         raise CatalogError(f"The buckets of facet {name!r} must map names to queries, not {buckets!r}")
     return index
-
-
-def _own_keys(query: dict, index: r.IndexDef) -> tuple[str, ...]:
-    """The keys of *query* that are *index*'s criterion: its name and its
-    flat options (``Subject_operator``)."""
-    prefix = index.name + "_"
-    return tuple(
-        key
-        for key in query
-        if key == index.name or (key.startswith(prefix) and key[len(prefix) :] in index.query_options)
-    )
 
 
 def _facets(named: list[r.IndexDef], facets: Mapping[str, Any], rows: list[tuple]) -> dict[str, Facet]:

@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.database import read
-from plone.pgcatalog.query import build
-from plone.pgcatalog.query import canonical
-from plone.pgcatalog.query import Fault
+from plone.pgcatalog.query import criterion_keys
+from plone.pgcatalog.query import where_of
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import lexeme_sql
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
@@ -63,14 +62,12 @@ def suggestions(catalog: Catalog, query: dict, limit: int = 5) -> list[str]:
         raise CatalogError(f"Suggestions are made for at most {MAX_WORDS} words")
     if not words or any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
         return []  # (no index holds a word that long, nor anything like it)
-    rest = {key: value for key, value in query.items() if key != index.name and not key.startswith(index.name + "_")}
-    try:
-        stmt = build(canonical(rest), catalog.indexes, catalog.lexicons(), catalog.path)
-    except Fault as fault:
-        raise fault.error from None
-    if stmt is None:
+    own = criterion_keys(query, index)
+    rest = {key: value for key, value in query.items() if key not in own}
+    found = where_of(rest, catalog.indexes, catalog.lexicons(), catalog.path)
+    if found is None:
         return []  # the rest of the query matches nothing: no item holds a word
-    where, params = stmt.where_sql(), stmt.params
+    where, params = found
     sql = _sql(index.expression(), where)
     try:
         rows = read(catalog.tool, sql, [words, *params, index.name, *params], site=catalog.site)

@@ -38,7 +38,6 @@ from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.facets import Facet
 from plone.pgcatalog.facets import facet_counts
 from plone.pgcatalog.lexicon import Lexicon
-from plone.pgcatalog.suggestions import suggestions as text_suggestions
 from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.moves import move_queued
 from plone.pgcatalog.moves import moved_row
@@ -60,6 +59,7 @@ from plone.pgcatalog.report import searching
 from plone.pgcatalog.search import all_records
 from plone.pgcatalog.search import Catalog
 from plone.pgcatalog.search import search
+from plone.pgcatalog.suggestions import suggestions as text_suggestions
 from plone.pgcatalog.values import decode_metadata
 from plone.pgcatalog.values import is_rid
 from plone.pgcatalog.verify import repair

@@ -11,7 +11,9 @@
 
 from plone.pgcatalog.query.compiler import build
 from plone.pgcatalog.query.compiler import Fault
+from plone.pgcatalog.query.compiler import where_of
 from plone.pgcatalog.query.indexquery import canonical
+from plone.pgcatalog.query.indexquery import criterion_keys
 from plone.pgcatalog.query.indexquery import index_query
 from plone.pgcatalog.query.indexquery import IndexQuery
 from plone.pgcatalog.query.indexquery import merge_query
@@ -34,10 +36,12 @@ __all__ = [
     "add_sort",
     "build",
     "canonical",
+    "criterion_keys",
     "index_query",
     "merge_query",
     "sort_names",
     "sort_spec",
     "top_sql",
     "walk_rows",
+    "where_of",
 ]

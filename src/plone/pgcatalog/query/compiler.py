@@ -14,6 +14,7 @@ from typing import Any
 from collections.abc import Mapping
 from collections.abc import Sequence
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.query.indexquery import canonical
 from plone.pgcatalog.query.indexquery import IndexQuery
 from plone.pgcatalog.query.indexquery import index_query
 from plone.pgcatalog.query.kinds import CLAUSES
@@ -25,7 +26,7 @@ from plone.pgcatalog.query.statement import TRAILING
 from plone.pgcatalog.relevance import score_scale
 
 
-__all__ = ["Fault", "build"]
+__all__ = ["Fault", "build", "where_of"]
 
 
 class Fault(Exception):
@@ -88,6 +89,20 @@ def build(
         return None
     stmt.scale = score_scale(named)
     return stmt
+
+
+def where_of(
+    query: dict, indexes: Mapping[str, r.IndexDef], lexicons: Mapping[str, Any], catalog_path: Sequence[str]
+) -> tuple[str, list] | None:
+    """The WHERE of *query* as given (lists not yet sorted) and its
+    parameters, None where it matches nothing; the error of a part
+    ZCatalog fails on is raised.  For the calls that count or suggest
+    rather than search, which have no empty result to give instead."""
+    try:
+        stmt = build(canonical(query), indexes, lexicons, catalog_path)
+    except Fault as fault:
+        raise fault.error from None
+    return None if stmt is None else (stmt.where_sql(), stmt.params)
 
 
 # The kinds whose stock index does not limit a result set it is handed

@@ -82,6 +82,17 @@ def index_query(query: dict, index: r.IndexDef) -> IndexQuery:
     return IndexQuery(keys, options)
 
 
+def criterion_keys(query: dict, index: r.IndexDef) -> tuple[str, ...]:
+    """The keys of *query* that are *index*'s criterion: its name and its
+    flat options (``Subject_operator``)."""
+    prefix = index.name + "_"
+    return tuple(
+        key
+        for key in query
+        if key == index.name or (key.startswith(prefix) and key[len(prefix) :] in index.query_options)
+    )
+
+
 def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.IndexDef, bool]]:
     """``sort_on`` / ``sort_order`` as (index, descending) pairs.
 
