@@ -335,3 +335,81 @@ class FrequenciesTest(unittest.TestCase):
                     "SELECT pgcatalog_occurrences(%s::tsvector, 'w', '''w'''::tsquery)", [vector]
                 ).fetchone()[0]
                 self.assertEqual(got, expected, vector)
+
+
+# (our query's text, as typed; ZCatalog's query of the same meaning)
+AS_TYPED = [
+    ("riv", "riv*"),
+    ("river sto", "river AND sto*"),
+    ("river stone ", "river AND stone"),
+    ("  Copper   WIL", "copper AND wil*"),
+    ('"river st', "river AND st*"),
+    ("river AND st", 'river AND "and" AND st*'),
+    ("stone -riv", "stone AND riv*"),
+    ("s", "s*"),
+    ("st*ne", "st AND ne*"),
+    ("r?ver cop", "r AND ver AND cop*"),
+]
+
+
+class AsYouTypeTest(unittest.TestCase):
+    """``as_you_type`` and ``sort_on="relevance"``: what ZCatalog finds for
+    the same words written in its query language, in its order."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        app = self.layer["app"]
+        self.pg, self.z = app["plone"], app["zplone"]
+        for site in (self.pg, self.z):
+            build_content(site, count=60)
+        logout()
+
+    def test_the_last_word_is_a_prefix(self):
+        found = 0
+        for typed, stock in AS_TYPED:
+            for extra in ({}, {"sort_on": "relevance"}, {"portal_type": "Document"}):
+                ours = {"SearchableText": {"query": typed, "as_you_type": True}, **extra}
+                zcatalog = {"SearchableText": stock, **{k: v for k, v in extra.items() if k != "sort_on"}}
+                what = f"{typed!r} {extra!r}"
+                zpaths, zscores, *zlen = scored(self.z, zcatalog)
+                ppaths, pscores, *plen = scored(self.pg, ours)
+                self.assertEqual(zlen, plen, what)
+                self.assertEqual(zscores, pscores, what)
+                self.assertEqual(
+                    sorted(zip(zscores, zpaths, strict=True)), sorted(zip(pscores, ppaths, strict=True)), what
+                )
+                found += bool(ppaths)
+        self.assertGreater(found, 15, "too few of the queries find anything")
+
+    def test_as_a_form_sends_it(self):
+        for flag, stock in (("1", "river AND sto*"), ("true", "river AND sto*"), ("0", "river sto"), ("", "river sto")):
+            ours = scored(self.pg, {"SearchableText": {"query": "river sto", "as_you_type": flag}})
+            self.assertEqual(ours, scored(self.pg, {"SearchableText": stock}), flag)
+        self.assertTrue(scored(self.pg, {"SearchableText": "river", "SearchableText_as_you_type": True})[0])
+        with self.assertRaisesRegex(ValueError, "as_you_type.*true or false"):
+            scored(self.pg, {"SearchableText": {"query": "river", "as_you_type": "maybe"}})
+
+    def test_nothing_typed(self):
+        for typed in ("", "   ", "* ?", '"'):
+            self.assertEqual(scored(self.pg, {"SearchableText": {"query": typed, "as_you_type": True}})[2], 0)
+
+    def test_relevance_by_name(self):
+        text = {"SearchableText": "river OR stone"}
+        by_name = scored(self.pg, {**text, "sort_on": "relevance", "sort_order": "reverse"})
+        self.assertEqual(by_name, scored(self.pg, text))
+        self.assertEqual(by_name[1], sorted(by_name[1], reverse=True))
+        # through CMFPlone's keywords too (its filter of sort_on names)
+        self.assertEqual(
+            relpaths(self.pg, self.pg.portal_catalog.searchResults(sort_on="relevance", **text)), by_name[0]
+        )
+        # without a text query, ZCatalog's order without sort_on
+        plain = {"portal_type": "Document"}
+        self.assertEqual(
+            sorted(scored(self.pg, {**plain, "sort_on": "relevance"})[0]), sorted(scored(self.z, plain)[0])
+        )
+        with self.assertRaisesRegex(Exception, "relevance.*alone"):
+            scored(self.pg, {**text, "sort_on": ["relevance", "sortable_title"]})
+        # stock ZCatalog has no such order: an unknown index
+        with self.assertRaisesRegex(Exception, "Unknown sort_on index"):
+            scored(self.z, {**text, "sort_on": "relevance"})

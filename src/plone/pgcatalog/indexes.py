@@ -26,6 +26,7 @@ from plone.pgcatalog.database import cataloged_rows
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select
 from plone.pgcatalog.interfaces import IPGIndex
+from plone.pgcatalog.interfaces import IPGTextIndex
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import is_rid
@@ -212,7 +213,8 @@ def index_view(kind: str) -> type[IndexView]:
         return base
     view = type(f"{kind}View", (base,), {"__module__": __name__})
     # our own adapters (GenericSetup's index im/export) before the stock ones
-    classImplementsOnly(view, IPGIndex, implementedBy(stock))
+    marker = IPGTextIndex if kind == r.TEXT else IPGIndex
+    classImplementsOnly(view, marker, implementedBy(stock))
     return view
 
 

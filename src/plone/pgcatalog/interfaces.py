@@ -4,7 +4,7 @@ from zope.interface import Attribute
 from zope.interface import Interface
 
 
-__all__ = ["IIndexKind", "IPGCatalogTool", "IPGIndex"]
+__all__ = ["IIndexKind", "IPGCatalogTool", "IPGIndex", "IPGTextIndex"]
 
 
 class IPGCatalogTool(Interface):
@@ -13,6 +13,10 @@ class IPGCatalogTool(Interface):
 
 class IPGIndex(Interface):
     """Marker: one of the catalog's index views (``catalog.Indexes[name]``)."""
+
+
+class IPGTextIndex(IPGIndex):
+    """Marker: a text index's view, whose queries take ``as_you_type``."""
 
 
 class IIndexKind(Interface):

@@ -85,7 +85,7 @@ QUERY_OPTIONS = {
     DATE_RECURRING: ("query", "range", "not"),
     BOOLEAN: ("query",),
     UUID: ("query", "range", "not"),
-    TEXT: ("query",),
+    TEXT: ("query", "as_you_type"),  # as_you_type: ours (text.as_typed)
     PATH: ("query", "level", "operator", "depth", "navtree", "navtree_start"),
     GOPIP: ("query", "range", "not"),
 }

@@ -15,6 +15,10 @@ hold a value of the index, and ``data``, ``{"value", "count"}`` pairs,
 most first (buckets in the order given), each counted as the user would
 find it with that value chosen instead of the facet's own criterion.
 
+``@search`` takes a text index's ``as_you_type`` option
+(``SearchableText.query=super%20expi&SearchableText.as_you_type=1``):
+:class:`TextIndexQueryParser` hands it to the catalog as sent.
+
 ``GET /@suggestions?SearchableText=postgress&limit=5`` takes ``@search``'s
 parameters (other indexes limit the words as they limit the results) and
 answers ``{"@id", "items": [...]}``: other texts for the one typed, best
@@ -30,6 +34,7 @@ from plone.app.querystring.interfaces import IQueryModifier
 from plone.app.querystring.queryparser import parseFormquery
 from plone.restapi.deserializer import json_body
 from plone.restapi.interfaces import IZCatalogCompatibleQuery
+from plone.restapi.search.query import ZCTextIndexQueryParser
 from plone.restapi.serializer.converters import json_compatible
 from plone.restapi.services import Service
 from Products.CMFCore.utils import getToolByName
@@ -41,7 +46,15 @@ from zope.component import getMultiAdapter
 from zope.component import getUtilitiesFor
 
 
-__all__ = ["FacetCount", "Suggestions"]
+__all__ = ["FacetCount", "Suggestions", "TextIndexQueryParser"]
+
+
+class TextIndexQueryParser(ZCTextIndexQueryParser):
+    """plone.restapi's reading of a text index's query, which knows
+    ``as_you_type`` (else it logs a warning at each search); the catalog
+    reads its true or false as a form sends it ("1", "true", "0")."""
+
+    query_options = {"as_you_type": str}
 
 
 class FacetCount(Service):

@@ -26,6 +26,7 @@ import re
 __all__ = [
     "MAX_LEXEME_BYTES",
     "MAX_TEXT_TERMS",
+    "as_typed",
     "glob_like",
     "glob_prefix",
     "lexeme",
@@ -172,6 +173,27 @@ def parse(query: Any, lexicon: Any = None) -> Any:
     if tree is not None and _terms(tree) > MAX_TEXT_TERMS:
         raise TextQueryTooLong(f"A text query may have at most {MAX_TEXT_TERMS} words")
     return tree
+
+
+def as_typed(query: str, lexicon: Any = None) -> Any:
+    """The parse tree of a text being typed (the ``as_you_type`` option):
+    every word must match, the last one as a prefix unless a blank follows
+    it; None where the text has no word.
+
+    There is no syntax: ``and``, quotes and wildcards are typed text.
+    ZCTextIndex reads ``super expi`` as ``super AND expi`` and finds
+    nothing while "expired" is being typed; this tree is ``super AND
+    expi*``, scored as ZCTextIndex scores that query.
+    """
+    words = (lexicon if lexicon is not None else _FallbackLexicon()).parseTerms(_GLOB.sub(" ", query))
+    if not words:
+        return None
+    if len(words) > MAX_TEXT_TERMS:
+        raise TextQueryTooLong(f"A text query may have at most {MAX_TEXT_TERMS} words")
+    nodes = [ParseTree.AtomNode(word) for word in words]
+    if not query[-1].isspace():
+        nodes[-1] = ParseTree.GlobNode(words[-1] + "*")
+    return nodes[0] if len(nodes) == 1 else ParseTree.AndNode(nodes)
 
 
 def _terms(node) -> int:

@@ -19,7 +19,12 @@ from Products.ZCatalog.ZCatalog import CatalogError
 from ZPublisher.HTTPRequest import record
 
 
-__all__ = ["IndexQuery", "canonical", "index_query", "merge_query", "sort_names", "sort_spec"]
+__all__ = ["RELEVANCE", "IndexQuery", "canonical", "index_query", "merge_query", "sort_names", "sort_spec"]
+
+RELEVANCE = "relevance"
+"""The ``sort_on`` of the order by relevance, which ZCatalog gives a text
+query without ``sort_on`` and has no name for (Volto's search block asks
+for it by name).  An index called so keeps its meaning."""
 
 
 @dataclass
@@ -97,12 +102,17 @@ def sort_spec(query: dict, indexes: Mapping[str, r.IndexDef]) -> list[tuple[r.In
     """``sort_on`` / ``sort_order`` as (index, descending) pairs.
 
     Unknown and unsortable names raise ``CatalogError`` as ZCatalog does;
+    :data:`RELEVANCE` gives no keys (the order without ``sort_on``);
     ``reverse`` or ``descending`` (any case) mean descending, anything else
     ascending; a single order applies to every key.
     """
     if _sort_attr(query, "on") is None:
         return []
     names = sort_names(query)
+    if RELEVANCE in names and RELEVANCE not in indexes:
+        if len(names) > 1:
+            raise CatalogError(f"sort_on {RELEVANCE!r} orders alone, not with other keys: {names!r}")
+        return []  # sort_order too is left aside, as without sort_on
     chosen = []
     for name in names:
         index = indexes.get(name) if isinstance(name, str) else None

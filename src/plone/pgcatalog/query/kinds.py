@@ -33,6 +33,7 @@ from plone.pgcatalog.relevance import Scored
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.schema import type_expression
+from plone.pgcatalog.text import as_typed
 from plone.pgcatalog.text import parse
 from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
@@ -304,7 +305,8 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, context: Context) -
     if not keys:
         raise Nothing
     text = " ".join(keys)
-    tree = parse(text, context.lexicons.get(index.options.get("lexicon_id")))
+    lexicon = context.lexicons.get(index.options.get("lexicon_id"))
+    tree = as_typed(text, lexicon) if _flag(index, q, "as_you_type") else parse(text, lexicon)
     if tree is None:
         raise Nothing
     sql, params = text_condition(tree, index.expression())
@@ -312,6 +314,20 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, context: Context) -
     stmt.params.extend(params)
     stmt.strict = True
     stmt.scored.append(Scored(index, tree))
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def _flag(index: r.IndexDef, q: IndexQuery, option: str) -> bool:
+    """A true-or-false option, as Python or a form sends it ("1", "true")."""
+    value = q.get(option, False)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    if isinstance(value, (bool, int)):
+        return bool(value)
+    raise ValueError(f"index {index.name!r}: option {option!r} must be true or false, not {value!r:.80}")
 
 
 def custom(index: r.IndexDef, q: IndexQuery, stmt: Statement, context: Context) -> None:
