@@ -380,6 +380,31 @@ class SuggestionsTest(RestCase):
         self.assertTrue(status.startswith("404"), status)
 
 
+class SnippetsTest(RestCase):
+    """``metadata_fields=snippet``: each item's passage with the words found marked."""
+
+    def test_snippets_of_a_text_search(self):
+        pg, z = self.sites
+        for user in ("Manager", "Anonymous"):
+            status, found = self.request(
+                pg, "GET", "/@search?SearchableText=river&metadata_fields=snippet&sort_on=sortable_title", user=user
+            )
+            self.assertEqual(status, "200 OK", found)
+            self.assertGreater(found["items_total"], 0)
+            for item in found["items"]:
+                self.assertRegex(item["snippet"], r"<mark>[Rr]iver</mark>", item)
+            # the items are those ZCatalog's site finds
+            stock = self.found_ids(z, "SearchableText=river&sort_on=sortable_title", user)
+            self.assertEqual([item["@id"] for item in found["items"]], stock)
+        status, found = self.request(pg, "GET", "/@search?portal_type=Document&metadata_fields=snippet")
+        self.assertEqual({item["snippet"] for item in found["items"]}, {None})
+
+    def found_ids(self, site, query: str, user: str) -> list[str]:
+        status, answer = self.request(site, "GET", "/@search?" + query, user=user)
+        self.assertEqual(status, "200 OK", answer)
+        return [item["@id"] for item in answer["items"]]
+
+
 class CollectionTest(RestCase):
     def setUp(self):
         super().setUp()

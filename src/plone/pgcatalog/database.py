@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from plone.pgcatalog.connection import fetch
 from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.overlay import pending_metadata
+from plone.pgcatalog.overlay import pending_texts
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.positions import refresh_positions
 from plone.pgcatalog.report import note_statement
@@ -33,7 +34,7 @@ from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["cataloged_rows", "load_metadata", "read", "select", "site_path"]
+__all__ = ["cataloged_rows", "load_metadata", "load_texts", "read", "select", "site_path"]
 
 
 def read(context: Any, sql: str, params: list, site: str | None = None, **options) -> list[tuple]:
@@ -88,6 +89,20 @@ def cataloged_rows(context: Any, order: str = "path", batch: int = 1000) -> Iter
         if len(rows) < batch:
             return
         after = rows[-1][1 if column == "path" else 0]
+
+
+def load_texts(context: Any, zoids: list[int]) -> dict:
+    """``{zoid: indexed text}`` (see :mod:`~plone.pgcatalog.snippets`), this
+    transaction's pending text where it has one."""
+    rows = fetch(
+        context,
+        "SELECT zoid, indexed_text FROM object_state WHERE zoid = ANY(%s::bigint[])",
+        [array_literal(zoids)],
+        guarded=False,
+    )
+    found = dict(rows)
+    found.update(pending_texts(get_pending(), zoids))
+    return found
 
 
 def load_metadata(context: Any, zoids: list[int]) -> dict:

@@ -36,6 +36,7 @@ from plone.indexer.wrapper import IndexableObjectWrapper
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.lexicon import lexicons
 from plone.pgcatalog.row import CatalogRow
+from plone.pgcatalog.row import INDEXED_TEXT
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.values import date_minutes
 from plone.pgcatalog.values import range_minutes
@@ -202,9 +203,9 @@ def recurring_value(attrs: Attributes, index: r.IndexDef):
     return sorted({dt2int(date) for date in dates})
 
 
-def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str] | None:
-    """The words ZCTextIndex would index, after the lexicon's pipeline, or
-    None when no source attribute gave a string (as ZCTextIndex, which
+def text_sources(attrs: Attributes, index: r.IndexDef) -> list[str] | None:
+    """The texts ZCTextIndex would index, before the lexicon's pipeline,
+    or None when no source attribute gave a string (as ZCTextIndex, which
     takes strings and lists of strings and drops anything else)."""
     texts = []
     for attr in index.source_names:
@@ -216,9 +217,18 @@ def text_words(attrs: Attributes, index: r.IndexDef, pipeline) -> list[str] | No
         else:
             texts.append(datum)
     texts = [text for text in texts if isinstance(text, str)]
-    if not texts:
-        return None
-    return pipeline(texts)
+    return texts or None
+
+
+MAX_INDEXED_TEXT = 1_000_000
+"""The most characters of a text kept for snippets (a file's extracted
+text can be far longer; its words are indexed all the same)."""
+
+
+def indexed_text(texts: list[str]) -> str:
+    """What the catalog keeps of the texts it indexed (``indexed_text``),
+    which snippets quote."""
+    return "\n".join(texts)[:MAX_INDEXED_TEXT]
 
 
 def fallback_pipeline(texts: list[str]) -> list[str]:
@@ -291,10 +301,12 @@ def extract(
             continue
         if kind == r.TEXT:
             pipeline = pipelines.get(index.options.get("lexicon_id")) or fallback_pipeline
-            words = text_words(attrs, index, pipeline)
-            literal, counts = text_value(words) if words is not None else (None, None)
+            texts = text_sources(attrs, index)
+            literal, counts = text_value(pipeline(texts)) if texts is not None else (None, None)
             value = literal if literal is not None else _marker
             word_counts[index.name] = counts
+            if index.column is not None:  # SearchableText: its text too
+                own[INDEXED_TEXT] = None if texts is None else indexed_text(texts)
         elif kind in (r.FIELD, r.UUID, r.BOOLEAN, r.GOPIP):
             value = field_value(attrs, index)
         elif kind == r.KEYWORD:

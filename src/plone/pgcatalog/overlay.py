@@ -32,7 +32,7 @@ from plone.pgcatalog.values import text_literal
 import orjson
 
 
-__all__ = ["catalog_sql", "has_changes", "pending_metadata"]
+__all__ = ["catalog_sql", "has_changes", "pending_metadata", "pending_texts"]
 
 _TABLE = "WITH {name} AS NOT MATERIALIZED (SELECT * FROM object_state{scope})"
 
@@ -108,6 +108,19 @@ def catalog_sql(sql: str, pending: Pending | None, site: str = "") -> tuple[str,
 def _committed(site: str) -> str:
     """The head of a statement over the committed rows of the site at *site*."""
     return _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {_site_scope(site, 'path')}" if site else "")
+
+
+def pending_texts(pending: Pending | None, zoids: Iterable[int]) -> dict:
+    """Indexed texts of *zoids* that this transaction changed (removed: None)."""
+    if not has_changes(pending):
+        return {}
+    column = next(c for c in row.COLUMNS if c.name == row.INDEXED_TEXT)
+    found = {}
+    for zoid in zoids:
+        catalog_row = pending.rows.get(zoid)
+        if catalog_row is not None and catalog_row.carries(column):
+            found[zoid] = catalog_row.value(column)
+    return found
 
 
 def pending_metadata(pending: Pending | None, zoids: Iterable[int]) -> dict:

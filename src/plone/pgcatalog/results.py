@@ -16,6 +16,7 @@ from Acquisition import aq_get
 from Acquisition import aq_parent
 from Acquisition import Implicit
 from Missing import MV
+from plone.pgcatalog.snippets import DEFAULT_SIZE
 from plone.pgcatalog.values import decode_metadata
 from plone.pgcatalog.values import parsed_metadata
 from Products.ZCatalog.interfaces import ICatalogBrain
@@ -66,6 +67,8 @@ class CatalogResults(Lazy):
         count=None,
         load_rows=None,
         metadata=None,
+        snippets=None,
+        load_texts=None,
     ):
         self._rows = dict(enumerate(rows))  # position -> query.Row
         self._meta = dict(metadata or {})  # position -> metadata (JSON text until first read)
@@ -77,7 +80,11 @@ class CatalogResults(Lazy):
         self._load_rows = load_rows  # callable(offset, limit) -> [query.Row with its metadata, ...]
         self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
         self._brains = {}
+        self._snippets = snippets  # snippets.Snippets of a text search, else None
+        self._load_texts = load_texts  # callable(list[zoid]) -> {zoid: indexed text}
+        self._texts = {}  # position -> indexed text (None: none kept)
         self.metadata_queries = 0
+        self.text_queries = 0
         self.row_queries = 0
         self.count_queries = 0
 
@@ -171,6 +178,34 @@ class CatalogResults(Lazy):
             self._meta[p] = found.get(self._rows[p].zoid) or {}
 
 
+    def _snippet_at(self, position: int, size: int) -> str | None:
+        """The snippet of the row at *position* (see :mod:`~plone.pgcatalog.snippets`)."""
+        snippets = self._snippets
+        if snippets is None:
+            return None
+        if snippets.stored:
+            if position not in self._texts:
+                self._texts_for(position)
+            text = self._texts[position]
+        else:
+            text = decode_metadata(self._metadata_at(position).get(snippets.index.name))
+        return snippets.passage(text, size) if isinstance(text, str) and text else None
+
+    def _texts_for(self, position: int) -> None:
+        """Load the indexed texts of the rows of a page, from *position* on:
+        the rows loaded after it, up to a window (a page shows them all)."""
+        window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._texts)))
+        positions = [
+            p
+            for p in range(position, position + window)
+            if p not in self._texts and (p in self._rows or p == position)
+        ]
+        found = self._load_texts([self._row(p).zoid for p in positions])
+        self.text_queries += 1
+        for p in positions:
+            self._texts[p] = found.get(self._rows[p].zoid)
+
+
 @implementer(ICatalogBrain)
 class CatalogBrain(Implicit):
     """A catalog record: metadata attributes plus the ICatalogBrain methods."""
@@ -217,6 +252,14 @@ class CatalogBrain(Implicit):
 
     def getPath(self) -> str:
         return self.__dict__["_path"]
+
+    def snippet(self, size: int = DEFAULT_SIZE) -> str | None:
+        """A passage of the text the catalog indexed, about *size*
+        characters, around the words the search matched, which are in
+        ``<mark>``: HTML, escaped.  None where the search had no text
+        query, or the item no text (cataloged before this was kept)."""
+        values = self.__dict__
+        return values["_results"]._snippet_at(values["_position"], size)
 
     def getRID(self) -> int:
         return self.__dict__["data_record_id_"]

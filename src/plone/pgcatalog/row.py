@@ -28,6 +28,7 @@ import orjson
 
 __all__ = [
     "COLUMNS",
+    "INDEXED_TEXT",
     "STAMP",
     "STAMP_COLUMN",
     "TYPED",
@@ -101,6 +102,8 @@ class Column:
         return _bare_type(self.declared)
 
 
+INDEXED_TEXT = "indexed_text"
+
 COLUMNS: tuple[Column, ...] = (
     Column("path", 'TEXT COLLATE "C"', Merge.REPLACE),
     Column("parent_path", 'TEXT COLLATE "C"', Merge.REPLACE),
@@ -115,6 +118,8 @@ COLUMNS: tuple[Column, ...] = (
     # the indexes with columns of their own (registry.OWN_COLUMNS)
     Column("searchable_text", "TSVECTOR", Merge.IF_CARRIED),
     Column("object_provides", "JSONB", Merge.IF_CARRIED, json=True, unordered=Unordered.ARRAY),
+    # the text SearchableText was made of, for snippets (only a page's are read)
+    Column(INDEXED_TEXT, "TEXT", Merge.IF_CARRIED, overlaid=False),
 )
 """Every catalog column, in the order the table gets them."""
 

@@ -55,7 +55,7 @@ __all__ = [
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
@@ -67,7 +67,8 @@ tell (``pgcatalog_frequency``), compacted by the upgrade; 6: commits stamp
 what they changed, and counts stand while what they read is unchanged
 (``NOTE_CHANGES``, applied when Zope starts); 7: each text index's words
 are kept in ``pgcatalog_words`` (:data:`LEXICON`; the run-time role
-needs INSERT on it: grant it again)."""
+needs INSERT on it: grant it again); 8: rows keep the text their
+SearchableText was made of (``indexed_text``), which snippets quote."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -99,7 +100,8 @@ END $$;
 DO $$ BEGIN
     ALTER TABLE object_state ALTER COLUMN meta SET COMPRESSION lz4,
                              ALTER COLUMN object_provides SET COMPRESSION lz4,
-                             ALTER COLUMN word_counts SET COMPRESSION lz4;
+                             ALTER COLUMN word_counts SET COMPRESSION lz4,
+                             ALTER COLUMN indexed_text SET COMPRESSION lz4;
 EXCEPTION WHEN feature_not_supported THEN NULL;
 END $$;
 CREATE INDEX IF NOT EXISTS pgcatalog_path ON object_state (path) WHERE path IS NOT NULL;

@@ -23,6 +23,7 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
+from plone.pgcatalog.database import load_texts
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
 from plone.pgcatalog.overlay import has_changes
@@ -50,6 +51,7 @@ from plone.pgcatalog.results import MAX_PAGE
 from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.results import MIN_WINDOW
 from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.snippets import Snippets
 from plone.pgcatalog.errors import UnservedIndex
 from typing import Any
 from ZTUtils.Lazy import LazyCat
@@ -151,6 +153,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if plan is None:
         return LazyCat([])
     stmt, ordering, where, reads, spec = plan.stmt, plan.ordering, plan.where, plan.reads, plan.spec
+    snippets = Snippets(stmt.scored, catalog.lexicons) if stmt.scored else None
 
     def count() -> int:
         column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
@@ -200,7 +203,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         )
 
     if b_size is None:
-        return _all_matches(catalog, select)
+        return _all_matches(catalog, select, snippets)
 
     end = b_start + b_size if limit is None else min(b_start + b_size, limit)
     if b_start >= 0 and b_size >= 0 and (limit is None or limit >= 0):
@@ -216,14 +219,20 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
             total = offset + len(rows)  # a short batch ends the result
         return _results(
-            catalog, rows, length=len(rows), total=total, count=count, metadata=len(rows) if metadata else 0
+            catalog,
+            rows,
+            length=len(rows),
+            total=total,
+            count=count,
+            metadata=len(rows) if metadata else 0,
+            snippets=snippets,
         )
     # Python slice semantics (negative starts) on the first `limit` rows
     limited = limit is not None and limit > 0
     first = _rows(select, 0, _bounded(limit)) if limited else select("", [])
     rows = first[slice(b_start, b_start + b_size)]
     total = len(first) if not limited or len(first) < limit else None
-    return _results(catalog, rows, length=len(rows), total=total, count=count)
+    return _results(catalog, rows, length=len(rows), total=total, count=count, snippets=snippets)
 
 
 def all_records(catalog: Catalog) -> CatalogResults:
@@ -313,7 +322,7 @@ def _rows(select: Select, offset: int, limit: int) -> list[Row]:
     return select("LIMIT %s OFFSET %s", [limit, offset])
 
 
-def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
+def _all_matches(catalog: Catalog, select: Select, snippets: Snippets | None = None) -> CatalogResults:
     """Every match of a search.
 
     The first rows, the count and the metadata of the first window of rows
@@ -333,6 +342,7 @@ def _all_matches(catalog: Catalog, select: Select) -> CatalogResults:
         total=total,
         load_rows=partial(_rows_with_metadata, select),
         metadata=MIN_WINDOW,
+        snippets=snippets,
     )
 
 
@@ -363,7 +373,9 @@ def _results(catalog: Catalog, rows: list[Row], *, metadata: int = 0, **kw) -> C
     loaded = None
     if metadata:
         loaded = {position: row.meta or {} for position, row in enumerate(_pending_wins(rows[:metadata]))}
-    return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
+    return CatalogResults(
+        rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, load_texts=partial(load_texts, tool), **kw
+    )
 
 
 # Batch positions and sizes past any catalog's length all mean the same

@@ -19,6 +19,10 @@ find it with that value chosen instead of the facet's own criterion.
 (``SearchableText.query=super%20expi&SearchableText.as_you_type=1``):
 :class:`TextIndexQueryParser` hands it to the catalog as sent.
 
+A search's results can carry snippets: ``metadata_fields=snippet``
+(:class:`SummaryFields`) gives each item of a text search the passage of
+its text around the words found, HTML (see :mod:`plone.pgcatalog.snippets`).
+
 ``GET /@suggestions?SearchableText=postgress&limit=5`` takes ``@search``'s
 parameters (other indexes limit the words as they limit the results) and
 answers ``{"@id", "items": [...]}``: other texts for the one typed, best
@@ -33,6 +37,7 @@ from plone.app.querystring.interfaces import IParsedQueryIndexModifier
 from plone.app.querystring.interfaces import IQueryModifier
 from plone.app.querystring.queryparser import parseFormquery
 from plone.restapi.deserializer import json_body
+from plone.restapi.interfaces import IJSONSummarySerializerMetadata
 from plone.restapi.interfaces import IZCatalogCompatibleQuery
 from plone.restapi.search.query import ZCTextIndexQueryParser
 from plone.restapi.serializer.converters import json_compatible
@@ -44,9 +49,19 @@ from zExceptions import BadRequest
 from zExceptions import NotFound
 from zope.component import getMultiAdapter
 from zope.component import getUtilitiesFor
+from zope.interface import implementer
 
 
-__all__ = ["FacetCount", "Suggestions", "TextIndexQueryParser"]
+__all__ = ["FacetCount", "Suggestions", "SummaryFields", "TextIndexQueryParser"]
+
+
+@implementer(IJSONSummarySerializerMetadata)
+class SummaryFields:
+    """What a search's items may carry besides metadata: ``snippet``
+    (``brain.snippet()``: null where the search had no text query)."""
+
+    def non_metadata_attributes(self) -> set[str]:
+        return {"snippet"}
 
 
 class TextIndexQueryParser(ZCTextIndexQueryParser):

@@ -111,6 +111,13 @@ def upgrade_step(setup_tool: Any) -> None:
     logger.info("plone.pgcatalog: upgraded to schema version %d", SCHEMA_VERSION)
 
 
+def upgrade_to_8(setup_tool: Any) -> None:
+    """Upgrade to schema version 8, and the sort order by relevance in the
+    registry (``profiles/default/registry.xml``)."""
+    upgrade_step(setup_tool)
+    setup_tool.runImportStepFromProfile("profile-plone.pgcatalog:default", "plone.app.registry", run_dependencies=False)
+
+
 def replace_catalog(site: Any) -> PGCatalogTool:
     """Install the PostgreSQL catalog in *site* and catalog its content.
 
