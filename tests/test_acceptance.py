@@ -394,7 +394,24 @@ class SiteLifeTest(unittest.TestCase):
             self.assertEqual(response.status_code, 200 if installed else 404, f"{when}: {response.text[:500]}")
             if installed:
                 self.assertEqual(response.json()["items"][:1], ["tulips"] if tulips else [], f"{when} as {auth}")
+            self.search_page_additions(client, installed, bool(tulips), f"{when} as {auth}")
         self.same(f"{when}: folder contents", self.folder_contents, users=(ADMIN,))
+
+    def search_page_additions(self, client: Client, installed: bool, tulips: bool, what: str) -> None:
+        """The search page's counts, snippets and "did you mean" while the
+        catalog is installed; Plone's own page without them."""
+        soup = client.page("@@search", SearchableText="tulips")
+        found = soup.select("#search-results .result-title a")
+        snippets = soup.select("#search-results .pgcatalog-snippet")
+        counts = [int(badge.get_text()) for badge in soup.select(".pgcatalog-count[data-facet='portal_type']")]
+        suggested = client.page("@@search", SearchableText="tulipz").select(".pgcatalog-suggestion a")
+        if not installed:
+            self.assertEqual((snippets, counts, suggested), ([], [], []), what)
+            return
+        self.assertEqual(len(snippets), len(found), what)
+        self.assertTrue(all(snippet.select("mark") for snippet in snippets), what)
+        self.assertEqual(sum(counts), len(found), what)  # each item is of one of the types
+        self.assertEqual([a.get_text() for a in suggested], ["tulips"] if tulips else [], what)
 
     # -- the test ----------------------------------------------------------
 

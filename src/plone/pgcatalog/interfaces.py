@@ -2,13 +2,19 @@
 
 from zope.interface import Attribute
 from zope.interface import Interface
+from zope.publisher.interfaces.browser import IDefaultBrowserLayer
 
 
-__all__ = ["IIndexKind", "IPGCatalogTool", "IPGIndex", "IPGTextIndex"]
+__all__ = ["IIndexKind", "IPGCatalogLayer", "IPGCatalogTool", "IPGIndex", "IPGTextIndex"]
 
 
 class IPGCatalogTool(Interface):
     """Marker: the PostgreSQL-backed ``portal_catalog``."""
+
+
+class IPGCatalogLayer(IDefaultBrowserLayer):
+    """The browser layer of a site that installed plone.pgcatalog (its
+    search page: :mod:`plone.pgcatalog.searchpage`)."""
 
 
 class IPGIndex(Interface):

@@ -179,8 +179,9 @@ def fill_typed_sql() -> str:
 
 
 def own_columns() -> tuple[Column, ...]:
-    """The columns of indexes that have one (registry.OWN_COLUMNS)."""
-    return tuple(c for c in COLUMNS if c.merge is Merge.IF_CARRIED)
+    """The columns of indexes that have one (registry.OWN_COLUMNS): those
+    carried by a row that searches read (not ``indexed_text``)."""
+    return tuple(c for c in COLUMNS if c.merge is Merge.IF_CARRIED and c.overlaid)
 
 
 @dataclass(frozen=True)

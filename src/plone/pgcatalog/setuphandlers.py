@@ -112,10 +112,11 @@ def upgrade_step(setup_tool: Any) -> None:
 
 
 def upgrade_to_8(setup_tool: Any) -> None:
-    """Upgrade to schema version 8, and the sort order by relevance in the
-    registry (``profiles/default/registry.xml``)."""
+    """Upgrade to schema version 8, with the sort order by relevance in the
+    registry and the browser layer of the search page (``profiles/default``)."""
     upgrade_step(setup_tool)
-    setup_tool.runImportStepFromProfile("profile-plone.pgcatalog:default", "plone.app.registry", run_dependencies=False)
+    for step in ("plone.app.registry", "browserlayer"):
+        setup_tool.runImportStepFromProfile("profile-plone.pgcatalog:default", step, run_dependencies=False)
 
 
 def replace_catalog(site: Any) -> PGCatalogTool:
