@@ -484,6 +484,16 @@ class DemoFirstRunTest(unittest.TestCase):
             )
             titles = [a.get_text(strip=True) for a in soup.select("#search-results .result-title a")]
             self.assertIn("The catalog moved to PostgreSQL", titles)
+            # the search page's additions: snippets, counts, "did you mean"
+            marked = {mark.get_text().lower() for mark in soup.select("#search-results .pgcatalog-snippet mark")}
+            self.assertEqual(marked, {"postgresql"})
+            counts = {b["data-value"]: b.get_text() for b in soup.select(".pgcatalog-count[data-facet='portal_type']")}
+            self.assertEqual(counts["News Item"], "1")
+            misspelt = BeautifulSoup(
+                requests.get(f"http://127.0.0.1:{port}/Plone/@@search", params={"SearchableText": "postgress"}).text,
+                "html.parser",
+            )
+            self.assertEqual([a.get_text() for a in misspelt.select(".pgcatalog-suggestion a")], ["postgresql"])
             # the catalog's additions, as Anonymous
             site = f"http://127.0.0.1:{port}/Plone"
             json_only = {"Accept": "application/json"}

@@ -61,24 +61,52 @@ default-zpublisher-encoding utf-8
 """
 
 DEMO_CONTENT = [
-    ("Folder", "pgcatalog-news", "Catalog news", "What happened lately"),
+    ("Folder", "pgcatalog-news", "Catalog news", "What happened lately", ""),
     (
         "News Item",
         "pgcatalog-news/catalog-on-postgresql",
         "The catalog moved to PostgreSQL",
         "Searches run as SQL",
+        "<p>Every search of this site is one SQL statement over the catalog rows, written in the same "
+        "PostgreSQL transaction as the content they describe. Misspell a word in a search and the "
+        "search page asks: did you mean the word this site has?</p>",
     ),
     (
         "News Item",
         "pgcatalog-news/faster-listings",
         "Faster listings",
         "Metadata is loaded only for what is shown",
+        "<p>A listing reads the metadata of the page it shows, never of the whole result. Each result "
+        "of a search shows a snippet: the words found, marked, in the text around them.</p>",
     ),
-    ("Folder", "pgcatalog-docs", "Documentation", "How to use plone.pgcatalog"),
-    ("Document", "pgcatalog-docs/install", "Install", "One GenericSetup profile replaces portal_catalog"),
-    ("Document", "pgcatalog-docs/queries", "Queries", "Every ZCatalog query form becomes one SQL statement"),
-    ("Event", "events-demo", "Catalog sprint", "A week of indexes and queries"),
+    ("Folder", "pgcatalog-docs", "Documentation", "How to use plone.pgcatalog", ""),
+    (
+        "Document",
+        "pgcatalog-docs/install",
+        "Install",
+        "One GenericSetup profile replaces portal_catalog",
+        "<p>Install the profile in the Add-ons panel: the catalog's columns and indexes are made in "
+        "PostgreSQL and every item is cataloged again. Uninstall puts a stock catalog back.</p>",
+    ),
+    (
+        "Document",
+        "pgcatalog-docs/queries",
+        "Queries",
+        "Every ZCatalog query form becomes one SQL statement",
+        "<p>Field, keyword, date, path and text indexes answer as ZCatalog answers, in its order. The "
+        "filters of the search page count what each choice would find, in one statement.</p>",
+    ),
+    (
+        "Document",
+        "pgcatalog-docs/facets",
+        "Facet counts",
+        "How many items each filter finds",
+        "<p>Volto's search block and the classic search page show, beside each filter, how many "
+        "items it would find: counted by PostgreSQL with the security of the search.</p>",
+    ),
+    ("Event", "events-demo", "Catalog sprint", "A week of indexes and queries", ""),
 ]
+"""``(type, path, title, description, text)`` of the demo's content."""
 
 
 @contextmanager
@@ -112,6 +140,7 @@ def _stop_on_sigterm(signum: int, frame: Any) -> None:
 
 def create_site(app: Any) -> None:
     from plone import api
+    from plone.app.textfield.value import RichTextValue
     from Products.CMFPlone.factory import addPloneSite
     from zope.component.hooks import setSite
 
@@ -139,11 +168,12 @@ def create_site(app: Any) -> None:
         ),
     )
     setSite(site)
-    for portal_type, path, title, description in DEMO_CONTENT:
+    for portal_type, path, title, description, text in DEMO_CONTENT:
         parent_path, _, obj_id = path.rpartition("/")
         parent = site.unrestrictedTraverse(parent_path) if parent_path else site
+        fields = {"text": RichTextValue(text, "text/html", "text/x-html-safe")} if text else {}
         obj = api.content.create(
-            container=parent, type=portal_type, id=obj_id, title=title, description=description
+            container=parent, type=portal_type, id=obj_id, title=title, description=description, **fields
         )
         api.content.transition(obj=obj, transition="publish")
     transaction.commit()
@@ -204,6 +234,7 @@ def _run(args: argparse.Namespace, var: Path, dsn: str) -> int:
     import waitress
 
     print(f"Serving http://localhost:{args.port}/Plone (admin / admin)")
+    print(f"Try http://localhost:{args.port}/Plone/@@search?SearchableText=postgress")
     waitress.serve(wsgi_app, host=args.host, port=args.port)
     return 0
 
