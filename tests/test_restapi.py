@@ -398,6 +398,17 @@ class SnippetsTest(RestCase):
             self.assertEqual([item["@id"] for item in found["items"]], stock)
         status, found = self.request(pg, "GET", "/@search?portal_type=Document&metadata_fields=snippet")
         self.assertEqual({item["snippet"] for item in found["items"]}, {None})
+        # Volto's search block asks @querystring-search
+        body = {
+            "query": [{"i": "SearchableText", "o": "plone.app.querystring.operation.string.contains", "v": "river"}],
+            "metadata_fields": ["snippet"],
+            "sort_on": "relevance",
+        }
+        status, found = self.request(pg, "POST", "/@querystring-search", body, user="Anonymous")
+        self.assertEqual(status, "200 OK", found)
+        self.assertGreater(len(found["items"]), 0)
+        for item in found["items"]:
+            self.assertRegex(item["snippet"], r"<mark>[Rr]iver\w*</mark>", item)
 
     def found_ids(self, site, query: str, user: str) -> list[str]:
         status, answer = self.request(site, "GET", "/@search?" + query, user=user)

@@ -1,0 +1,142 @@
+"""Snippets: what ``brain.snippet()`` adds to a page of 10 results.
+
+    .venv/bin/python benchmarks/snippets.py --docs 5000 20000
+
+A plone.pgcatalog site of the benchmark's documents on a fresh database
+(as ``run.py``), plus :data:`PAGES` published pages with body texts of
+300 to 3,000 words (2 to 20 KB), then, for each query of :data:`QUERIES`
+as Anonymous, in a new transaction each time: a page of 10 (``b_size``)
+with each brain's Title read, and the same page with each brain's
+snippet too.  Medians and p90 in ms, and the difference of the medians:
+what snippets add.  Written to ``benchmarks/results/<stamp>-snippets.json``.
+"""
+
+from __future__ import annotations
+
+from database import fresh_database
+from database import pg_server
+from pathlib import Path
+
+import argparse
+import json
+import logging
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+
+HERE = Path(__file__).resolve().parent
+
+PAGES = 1000
+QUERIES = {
+    "a word": {"SearchableText": "harbor"},
+    "two words": {"SearchableText": "copper AND lantern"},
+    "a glob, as Plone's page sends": {"SearchableText": "meadow*"},
+    "a rare word, late in the text": {"SearchableText": "quasar"},
+}
+_WORDS = (
+    "the of and to in a is that for it as was with be by on not he this are or his from at which but have an "
+    "they you were her all she there would their we him been has when who will more no if out so said what up "
+    "its about into than them can only other new some could time these two may then do first any my now such "
+    "like our over man me even most made after also did many before must through back years where much your "
+    "copper lantern meadow harbor willow summit river stone forest cloud"
+).split()
+
+
+def body(number: int) -> str:
+    """The *number*-th page's text: paragraphs of 300 to 3,000 words."""
+    rng = random.Random(number)
+    words = rng.choices(_WORDS, k=rng.randint(300, 3000))
+    if number % 50 == 0:
+        words.insert(len(words) - rng.randint(1, 40), "quasar")
+    paragraphs = [" ".join(words[i : i + 80]).capitalize() + "." for i in range(0, len(words), 80)]
+    return "".join(f"<p>{p}</p>" for p in paragraphs)
+
+
+def add_pages(site) -> None:
+    from plone.app.textfield.value import RichTextValue
+
+    import transaction
+
+    site.invokeFactory("Folder", "long-pages", title="Long pages")
+    folder = site["long-pages"]
+    site.portal_workflow.doActionFor(folder, "publish")
+    for number in range(PAGES):
+        folder.invokeFactory(
+            "Document",
+            f"page-{number:04d}",
+            title=f"Long page {number}",
+            text=RichTextValue(body(number), "text/html", "text/x-html-safe"),
+        )
+        site.portal_workflow.doActionFor(folder[f"page-{number:04d}"], "publish")
+        if number % 100 == 99:
+            transaction.commit()
+    transaction.commit()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, nargs="+", default=[20000])
+    parser.add_argument("--iterations", type=int, default=100)
+    args = parser.parse_args(argv)
+    from AccessControl.SecurityManagement import noSecurityManager
+    from measure import time_repeated
+    from worker import Worker
+
+    import transaction
+    import zopesite
+
+    logging.disable(logging.CRITICAL)
+    results: dict = {}
+    home = Path(tempfile.mkdtemp(prefix="pgcatalog-snippets-"))
+    try:
+        with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
+            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home), "vacuum": "each"})
+            worker.build()
+            zopesite.login(worker.app)
+            add_pages(worker.site)
+            for size in sorted(args.docs):
+                worker.grow_to(size)
+                worker.settle()
+                timings = results[str(size)] = {}
+                for name, query in QUERIES.items():
+                    transaction.abort()
+                    noSecurityManager()
+
+                    def page(query=query, snippets=False):
+                        brains = worker.catalog(b_size=10, **query)
+                        return [(b.Title, b.snippet() if snippets else None) for b in brains]
+
+                    assert all(snippet for _, snippet in page(snippets=True)), name
+                    plain = time_repeated(page, transaction.abort, args.iterations, 5)
+                    marked = time_repeated(lambda: page(snippets=True), transaction.abort, args.iterations, 5)
+                    timings[name] = {
+                        "page": [round(plain["median"], 2), round(plain["p90"], 2)],
+                        "with snippets": [round(marked["median"], 2), round(marked["p90"], 2)],
+                        "added": round(marked["median"] - plain["median"], 2),
+                        "example": page(snippets=True)[0][1],
+                    }
+                    print(f"[{size}] {name}: {timings[name]}", file=sys.stderr, flush=True)
+            zopesite.login(worker.app)
+            transaction.abort()
+            worker.app._p_jar.db().close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    path = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-snippets.json"
+    path.write_text(json.dumps({"docs": args.docs, "pages": PAGES, "results": results}, indent=1))
+    print("| documents | query | page of 10 | with snippets | added |")
+    print("| --- | --- | --- | --- | --- |")
+    for size, timings in results.items():
+        for name, t in timings.items():
+            print(
+                f"| {int(size) + PAGES} | {name} | {t['page'][0]:.2f} / {t['page'][1]:.2f} "
+                f"| {t['with snippets'][0]:.2f} / {t['with snippets'][1]:.2f} | {t['added']:.2f} |"
+            )
+    print(f"results: {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
