@@ -38,6 +38,9 @@ from plone.pgcatalog.verify import verify
 from OFS.ObjectManager import ObjectManager
 from Products.CMFCore.interfaces import ICatalogTool
 from plone.base.utils import get_installer
+from plone.browserlayer.utils import registered_layers
+from plone.browserlayer.utils import unregister_layer
+from plone.pgcatalog.interfaces import IPGCatalogLayer
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
 from plone.event.interfaces import IEvent
 from plone.indexer import indexer
@@ -268,6 +271,34 @@ class UpgradeTest(unittest.TestCase):
             self.assertEqual(schema_version(conn.cursor()), SCHEMA_VERSION)
         found = portal.portal_catalog.unrestrictedSearchResults(id="before")
         self.assertEqual([b.Title for b in found], ["Before the upgrade"])
+
+    def test_release_7_upgrades(self):
+        """Release 7 had no "Relevance" sort order, search page layer or
+        kept texts: the upgrade adds them, and a search then has snippets
+        once its items are reindexed."""
+        portal = self.layer["portal"]
+        login(self.layer["app"], SITE_OWNER_NAME)
+        api.content.create(container=portal, type="Document", id="kept", title="Kept river text")
+        transaction.commit()
+        registry, profile = portal.portal_registry, "plone.pgcatalog:default"
+        prefix = "plone.app.querystring.field.relevance."
+        for name in [name for name in registry.records if name.startswith(prefix)]:
+            del registry.records[name]
+        unregister_layer("plone.pgcatalog")
+        with psycopg.connect(storage_dsn(portal)) as conn:
+            conn.execute("UPDATE object_state SET indexed_text = NULL")
+        portal.portal_setup.setLastVersionForProfile(profile, "7")
+        transaction.commit()
+        self.assertNotIn(IPGCatalogLayer, registered_layers())
+        self.assertTrue(get_installer(portal, self.layer["request"]).upgrade_product("plone.pgcatalog"))
+        transaction.commit()
+        self.assertTrue(registry[prefix + "sortable"])
+        self.assertIn(IPGCatalogLayer, registered_layers())
+        self.assertEqual(portal.portal_setup.getLastVersionForProfile(profile), (str(SCHEMA_VERSION),))
+        self.assertIsNone(portal.portal_catalog(SearchableText="river")[0].snippet())
+        portal.portal_catalog.reindexIndex("SearchableText", None)
+        transaction.commit()
+        self.assertEqual(portal.portal_catalog(SearchableText="river")[0].snippet(), "kept Kept <mark>river</mark> text")
 
     def test_release_before_compact_word_counts_upgrades(self):
         """Rows of schema version 4 held every word's frequency: they score

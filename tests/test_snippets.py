@@ -133,3 +133,14 @@ class SnippetTest(CatalogTestCase):
     def test_as_anonymous(self):
         logout()
         self.assertIn("<mark>river</mark>", self.snippets(SearchableText="river")["markup"])
+
+    def test_items_cataloged_before_the_text_was_kept(self):
+        """Rows of a release before schema version 8 have no text: no
+        snippet, until SearchableText is reindexed (docs/reference.md)."""
+        with psycopg.connect(storage_dsn(self.portal)) as conn:
+            conn.execute("UPDATE object_state SET indexed_text = NULL WHERE indexed_text IS NOT NULL")
+        transaction.abort()
+        self.assertEqual(set(self.snippets(SearchableText="river").values()), {None})
+        self.catalog.reindexIndex("SearchableText", None)
+        transaction.commit()
+        self.assertIn("<mark>river</mark>", self.snippets(SearchableText="river")["markup"])

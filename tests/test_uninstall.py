@@ -27,6 +27,9 @@ from zope.component.hooks import setSite
 
 import persistent.mapping
 import psycopg
+from plone.browserlayer.utils import registered_layers
+from plone.pgcatalog.interfaces import IPGCatalogLayer
+
 import transaction
 import unittest
 
@@ -81,6 +84,13 @@ class RoundTripTest(unittest.TestCase):
                 [path + "/"],
             ).fetchone()[0]
 
+    def additions(self) -> tuple[bool, bool]:
+        """Whether the profile's registry record ("Relevance" among the
+        sort orders) and browser layer (the search page) are there."""
+        setSite(self.site)
+        record = "plone.app.querystring.field.relevance.sortable" in self.site.portal_registry.records
+        return record, IPGCatalogLayer in registered_layers()
+
     def test_install_uninstall_install(self):
         before, stock_definitions = findable(self.site), definitions(self.site.portal_catalog)
         self.assertGreater(len(before), 20)
@@ -90,6 +100,7 @@ class RoundTripTest(unittest.TestCase):
         self.assertIsInstance(self.site.portal_catalog, PGCatalogTool)
         self.assertEqual(findable(self.site), before)
         self.assertGreaterEqual(self.rows_under("/zplone"), 20)
+        self.assertEqual(self.additions(), (True, True))
 
         self.assertTrue(installer.uninstall_product("plone.pgcatalog"))  # the Add-ons panel's button
         transaction.commit()
@@ -103,6 +114,7 @@ class RoundTripTest(unittest.TestCase):
         self.assertEqual(definitions(catalog), stock_definitions)
         self.assertEqual(findable(self.site), before)
         self.assertEqual(self.rows_under("/zplone"), 0)  # this site's rows are gone
+        self.assertEqual(self.additions(), (False, False))  # no "Relevance" sort, Plone's search page
         # the other site keeps its catalog, and the columns stay for it
         self.assertTrue(catalog_installed(storage_dsn(self.site)))
         self.assertGreater(len(self.app.plone.portal_catalog.unrestrictedSearchResults(path="/plone")), 0)

@@ -189,7 +189,7 @@ class CatalogResults(Lazy):
             text = self._texts[position]
         else:
             text = decode_metadata(self._metadata_at(position).get(snippets.index.name))
-        return snippets.passage(text, size) if isinstance(text, str) and text else None
+        return (snippets.passage(text, size) or None) if isinstance(text, str) else None
 
     def _texts_for(self, position: int) -> None:
         """Load the indexed texts of the rows of a page, from *position* on:

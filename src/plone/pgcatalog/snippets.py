@@ -38,9 +38,11 @@ DEFAULT_SIZE = 200
 """Characters of text in a snippet, about."""
 MAX_SIZE = 2000
 _MATCHES = 50  # matches looked at for the best passage
+_CHUNK = 16384  # characters of text folded at a time
 _LEAD = 4  # a passage starts a quarter of its size before a match
 _BLANKS = re.compile(r"\s+")
 _NON_WORD = re.compile(r"\W")
+_WORD_CHAR = re.compile(r"\w")
 # The letters whose folding is learnt from the lexicon's pipeline: Latin,
 # Greek, Cyrillic (other scripts have no case; CJK words are bigrams)
 _FOLDED_RANGES = ((0x41, 0x5B), (0xC0, 0x250), (0x370, 0x400), (0x400, 0x530), (0x1E00, 0x1F00))
@@ -84,10 +86,7 @@ def passage(text: str, marked: Marked, size: int = DEFAULT_SIZE) -> str:
     text is left out."""
     if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_SIZE:
         raise ValueError(f"A snippet's size is a number of characters from 1 to {MAX_SIZE}, not {size!r}")
-    spans = []
-    if marked.words is not None:
-        folded = text.translate(marked.fold)
-        spans = [(m.start(), m.end(), m.group()) for m in islice(marked.words.finditer(folded), _MATCHES)]
+    spans = _matches(text, marked, size) if marked.words is not None else []
     start, end = _window(text, spans, size)
     parts = ["… " if start else ""]
     at = start
@@ -98,6 +97,37 @@ def passage(text: str, marked: Marked, size: int = DEFAULT_SIZE) -> str:
         at = finish
     parts += [_plain(text[at:end]), " …" if end < len(text) else ""]
     return "".join(parts).strip()
+
+
+def _matches(text: str, marked: Marked, size: int) -> list[tuple[int, int, str]]:
+    """``(start, end, folded word)`` of the first matched words of *text*:
+    up to 50, folded and searched a chunk at a time, until the text a
+    passage of the first one would show is searched (a long text is not
+    folded whole)."""
+    spans: list[tuple[int, int, str]] = []
+    start = 0
+    while start < len(text) and len(spans) < _MATCHES:
+        gap = _NON_WORD.search(text, start + _CHUNK)  # chunks end between words
+        end = gap.start() if gap else len(text)
+        folded = text[start:end].translate(marked.fold)
+        whole = (m for m in marked.words.finditer(folded) if _starts_word(folded, m.start(), m.group()))
+        spans += [(start + m.start(), start + m.end(), m.group()) for m in islice(whole, _MATCHES - len(spans))]
+        if spans and end >= spans[0][0] + size:
+            break
+        start = end
+    return spans
+
+
+def _starts_word(text: str, at: int, word: str) -> bool:
+    """Whether *word*, found at *at*, starts a word of *text* (a CJK
+    bigram may start anywhere).  Tested here, not in the expression: a
+    look-behind there made the search try every position, 7 times slower."""
+    return at == 0 or not _WORD_CHAR.match(text, at - 1) or not _bounded(word)
+
+
+def _bounded(word: str) -> bool:
+    """Whether *word* is found between word boundaries (not a CJK bigram)."""
+    return all(ord(c) < 0x2E80 for c in word)
 
 
 def _plain(text: str) -> str:
@@ -154,8 +184,8 @@ def _words_pattern(terms: tuple[tuple[str, bool], ...]) -> re.Pattern | None:
     alternatives = set()
     for word, glob in terms:
         body = "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in word) if glob else re.escape(word)
-        if all(ord(c) < 0x2E80 for c in word):  # words between word boundaries (not CJK bigrams)
-            body = rf"(?<!\w){body}(?!\w)"
+        if _bounded(word):  # its start is tested by _starts_word
+            body = rf"{body}(?!\w)"
         alternatives.add(body)
     if not alternatives:
         return None
