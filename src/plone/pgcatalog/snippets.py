@@ -18,6 +18,7 @@ The passage is HTML: the text is escaped, then the marks are added.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -25,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html import escape
-from itertools import islice
 from plone.pgcatalog.relevance import Scored
 from typing import Any
 
@@ -37,8 +37,7 @@ __all__ = ["DEFAULT_SIZE", "Snippets", "passage"]
 DEFAULT_SIZE = 200
 """Characters of text in a snippet, about."""
 MAX_SIZE = 2000
-_MATCHES = 50  # matches looked at for the best passage
-_CHUNK = 16384  # characters of text folded at a time
+_CANDIDATES = 10  # the first matches of each word, where a passage may start
 _LEAD = 4  # a passage starts a quarter of its size before a match
 _BLANKS = re.compile(r"\s+")
 _NON_WORD = re.compile(r"\W")
@@ -49,11 +48,21 @@ _FOLDED_RANGES = ((0x41, 0x5B), (0xC0, 0x250), (0x370, 0x400), (0x400, 0x530), (
 
 
 @dataclass(frozen=True)
+class Word:
+    """A word a search matched: found by its *literal* start (a glob's
+    prefix), matched whole by *pattern* there."""
+
+    literal: str
+    pattern: re.Pattern
+    bounded: bool  # between word boundaries (not a CJK bigram)
+
+
+@dataclass(frozen=True)
 class Marked:
     """What to mark in a text: its folding table and the matched words."""
 
     fold: Mapping[int, str]
-    words: re.Pattern | None  # None: the query's words cannot be marked
+    words: tuple[Word, ...]
 
 
 class Snippets:
@@ -76,7 +85,7 @@ class Snippets:
     def passage(self, text: str, size: int = DEFAULT_SIZE) -> str:
         if self._marked is None:
             lexicon = self._lexicons().get(self.index.options.get("lexicon_id"))
-            self._marked = Marked(_fold_table(lexicon), _words_pattern(tuple(_terms(self._scored.tree))))
+            self._marked = Marked(_fold_table(lexicon), _words(tuple(_terms(self._scored.tree))))
         return passage(text, self._marked, size)
 
 
@@ -86,12 +95,12 @@ def passage(text: str, marked: Marked, size: int = DEFAULT_SIZE) -> str:
     text is left out."""
     if not isinstance(size, int) or isinstance(size, bool) or not 0 < size <= MAX_SIZE:
         raise ValueError(f"A snippet's size is a number of characters from 1 to {MAX_SIZE}, not {size!r}")
-    spans = _matches(text, marked, size) if marked.words is not None else []
-    start, end = _window(text, spans, size)
+    folded = text.translate(marked.fold) if marked.words else ""
+    start, end = _window(text, _matches(folded, marked.words, 0, len(folded), _CANDIDATES), size)
     parts = ["… " if start else ""]
     at = start
-    for begin, finish, _ in spans:
-        if begin < at or finish > end:
+    for begin, finish, _ in _matches(folded, marked.words, start, end):
+        if begin < at:
             continue
         parts += [_plain(text[at:begin]), "<mark>", escape(text[begin:finish]), "</mark>"]
         at = finish
@@ -99,35 +108,24 @@ def passage(text: str, marked: Marked, size: int = DEFAULT_SIZE) -> str:
     return "".join(parts).strip()
 
 
-def _matches(text: str, marked: Marked, size: int) -> list[tuple[int, int, str]]:
-    """``(start, end, folded word)`` of the first matched words of *text*:
-    up to 50, folded and searched a chunk at a time, until the text a
-    passage of the first one would show is searched (a long text is not
-    folded whole)."""
-    spans: list[tuple[int, int, str]] = []
-    start = 0
-    while start < len(text) and len(spans) < _MATCHES:
-        gap = _NON_WORD.search(text, start + _CHUNK)  # chunks end between words
-        end = gap.start() if gap else len(text)
-        folded = text[start:end].translate(marked.fold)
-        whole = (m for m in marked.words.finditer(folded) if _starts_word(folded, m.start(), m.group()))
-        spans += [(start + m.start(), start + m.end(), m.group()) for m in islice(whole, _MATCHES - len(spans))]
-        if spans and end >= spans[0][0] + size:
-            break
-        start = end
-    return spans
-
-
-def _starts_word(text: str, at: int, word: str) -> bool:
-    """Whether *word*, found at *at*, starts a word of *text* (a CJK
-    bigram may start anywhere).  Tested here, not in the expression: a
-    look-behind there made the search try every position, 7 times slower."""
-    return at == 0 or not _WORD_CHAR.match(text, at - 1) or not _bounded(word)
-
-
-def _bounded(word: str) -> bool:
-    """Whether *word* is found between word boundaries (not a CJK bigram)."""
-    return all(ord(c) < 0x2E80 for c in word)
+def _matches(
+    folded: str, words: tuple[Word, ...], start: int, end: int, each: int | None = None
+) -> list[tuple[int, int, str]]:
+    """``(start, end, folded word)`` of the matched *words* in
+    ``folded[start:end]`` (at most *each* of each word), in order.  Each
+    word is sought by its literal start (``str.find``, which skips through
+    text far faster than one expression of all the words), then matched
+    whole."""
+    spans = []
+    for word in words:
+        found, at = 0, folded.find(word.literal, start, end)
+        while at >= 0 and found != each:
+            match = word.pattern.match(folded, at, end)
+            if match and (not word.bounded or at == 0 or not _WORD_CHAR.match(folded, at - 1)):
+                spans.append((at, match.end(), match.group()))
+                found += 1
+            at = folded.find(word.literal, at + 1, end)
+    return sorted(spans)
 
 
 def _plain(text: str) -> str:
@@ -140,12 +138,20 @@ def _window(text: str, spans: list[tuple[int, int, str]], size: int) -> tuple[in
     if not spans:
         return 0, _cut(text, 0, min(len(text), size))
     lead = size // _LEAD
-
-    def words_in(i: int) -> int:
-        first = spans[i][0] - lead
-        return len({word for begin, finish, word in spans[i:] if finish <= first + size})
-
-    best = max(range(len(spans)), key=lambda i: (words_in(i), -i))
+    best, most = 0, -1
+    held: Counter[str] = Counter()  # the words of spans[i:j], the passage of span i
+    j = 0
+    for i, (begin, _, _) in enumerate(spans):
+        j = max(i, j)
+        while j < len(spans) and spans[j][1] <= begin - lead + size:
+            held[spans[j][2]] += 1
+            j += 1
+        if len(held) > most:
+            best, most = i, len(held)
+        if j > i:  # span i leaves the window
+            held[spans[i][2]] -= 1
+            if not held[spans[i][2]]:
+                del held[spans[i][2]]
     match_start, match_end, _ = spans[best]
     start = max(0, match_start - lead)
     if start and not _NON_WORD.match(text, start - 1):
@@ -179,17 +185,19 @@ def _terms(node: Any) -> Iterator[tuple[str, bool]]:
 
 
 @lru_cache(maxsize=256)
-def _words_pattern(terms: tuple[tuple[str, bool], ...]) -> re.Pattern | None:
-    """A regular expression of the words, in text folded as the index folds it."""
-    alternatives = set()
+def _words(terms: tuple[tuple[str, bool], ...]) -> tuple[Word, ...]:
+    """The words to find in text folded as the index folds it."""
+    words = {}
     for word, glob in terms:
-        body = "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in word) if glob else re.escape(word)
-        if _bounded(word):  # its start is tested by _starts_word
-            body = rf"{body}(?!\w)"
-        alternatives.add(body)
-    if not alternatives:
-        return None
-    return re.compile("|".join(sorted(alternatives, key=lambda a: (-len(a), a))))
+        if glob:
+            literal = word[: min((word.index(c) for c in "*?" if c in word), default=len(word))]
+            body = "".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in word)
+        else:
+            literal, body = word, re.escape(word)
+        bounded = all(ord(c) < 0x2E80 for c in word)  # (a CJK bigram may start and end anywhere)
+        if literal:
+            words[word, glob] = Word(literal, re.compile(rf"{body}(?!\w)" if bounded else body), bounded)
+    return tuple(words.values())
 
 
 _TABLES: dict[tuple[str, ...], Mapping[int, str]] = {}
