@@ -110,3 +110,12 @@ class SearchPageTest(CatalogTestCase):
         self.assertEqual(self.counts(page, "portal_type")["News Item"], "2")
         page = self.page("")
         self.assertEqual(page.cssselect(".pgcatalog-suggestion"), [])
+
+    def test_bad_input(self):
+        """What Plone's page shows for text its parser refuses or nobody
+        types: no results, no counts or suggestion that fail the page."""
+        for text in ("(", '" OR', "AND", "*", " ".join(["word"] * 600), "\x00"):
+            page = self.page("SearchableText=" + quote(text))
+            self.assertTrue(page.cssselect("#search-results"), text[:20])
+        page = self.page("SearchableText=harbor&created=nonsense")
+        self.assertEqual(page.cssselect("#search-results-number")[0].text_content(), "7")
