@@ -68,7 +68,6 @@ class CatalogResults(Lazy):
         load_rows=None,
         metadata=None,
         snippets=None,
-        load_texts=None,
     ):
         self._rows = dict(enumerate(rows))  # position -> query.Row
         self._meta = dict(metadata or {})  # position -> metadata (JSON text until first read)
@@ -81,7 +80,6 @@ class CatalogResults(Lazy):
         self._wrap = wrap  # callable(brain) -> acquisition-wrapped brain
         self._brains = {}
         self._snippets = snippets  # snippets.Snippets of a text search, else None
-        self._load_texts = load_texts  # callable(list[zoid]) -> {zoid: indexed text}
         self._texts = {}  # position -> indexed text (None: none kept)
         self.metadata_queries = 0
         self.text_queries = 0
@@ -165,18 +163,22 @@ class CatalogResults(Lazy):
 
     def _metadata_for(self, position: int) -> None:
         """Load metadata for a window of rows starting at *position*."""
-        window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._meta)))
-        positions = [
-            p
-            for p in range(position, position + window)
-            if p not in self._meta and (p in self._rows or p == position)
-        ]
+        positions = self._window(position, self._meta)
         zoids = [self._row(p).zoid for p in positions]
         found = self._load_metadata(zoids)
         self.metadata_queries += 1
         for p in positions:
             self._meta[p] = found.get(self._rows[p].zoid) or {}
 
+
+    def _window(self, position: int, loaded: dict) -> list[int]:
+        """The positions from *position* on whose rows are selected and not
+        yet *loaded* (metadata or texts), up to a window that grows with
+        what is loaded already."""
+        window = max(MIN_WINDOW, min(MAX_WINDOW, len(loaded)))
+        return [
+            p for p in range(position, position + window) if p not in loaded and (p in self._rows or p == position)
+        ]
 
     def _snippet_at(self, position: int, size: int) -> str | None:
         """The snippet of the row at *position* (see :mod:`~plone.pgcatalog.snippets`)."""
@@ -194,13 +196,8 @@ class CatalogResults(Lazy):
     def _texts_for(self, position: int) -> None:
         """Load the indexed texts of the rows of a page, from *position* on:
         the rows loaded after it, up to a window (a page shows them all)."""
-        window = max(MIN_WINDOW, min(MAX_WINDOW, len(self._texts)))
-        positions = [
-            p
-            for p in range(position, position + window)
-            if p not in self._texts and (p in self._rows or p == position)
-        ]
-        found = self._load_texts([self._row(p).zoid for p in positions])
+        positions = self._window(position, self._texts)
+        found = self._snippets.load([self._row(p).zoid for p in positions])
         self.text_queries += 1
         for p in positions:
             self._texts[p] = found.get(self._rows[p].zoid)

@@ -153,7 +153,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if plan is None:
         return LazyCat([])
     stmt, ordering, where, reads, spec = plan.stmt, plan.ordering, plan.where, plan.reads, plan.spec
-    snippets = Snippets(stmt.scored, catalog.lexicons) if stmt.scored else None
+    snippets = Snippets(stmt.scored, catalog.lexicons, partial(load_texts, catalog.tool)) if stmt.scored else None
 
     def count() -> int:
         column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
@@ -373,9 +373,7 @@ def _results(catalog: Catalog, rows: list[Row], *, metadata: int = 0, **kw) -> C
     loaded = None
     if metadata:
         loaded = {position: row.meta or {} for position, row in enumerate(_pending_wins(rows[:metadata]))}
-    return CatalogResults(
-        rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, load_texts=partial(load_texts, tool), **kw
-    )
+    return CatalogResults(rows, catalog.columns, partial(load_metadata, tool), wrap, metadata=loaded, **kw)
 
 
 # Batch positions and sizes past any catalog's length all mean the same

@@ -55,6 +55,14 @@ class Search(PloneSearch):
         catalog = getToolByName(self.context, "portal_catalog")
         return catalog if IPGCatalogTool.providedBy(catalog) else None
 
+    @lazy_property
+    def _criteria(self) -> dict | None:
+        """The page's query without batching and sorting (Plone's
+        ``filter_query``, made once for the counts and the suggestion);
+        None where the page searches nothing."""
+        query = self.filter_query({})
+        return {key: value for key, value in query.items() if key not in _NOT_CRITERIA} if query else None
+
     def created_options(self) -> list[dict]:
         """The "new items since" choices: id, label, value (a date)."""
         today = DateTime().earliestTime()
@@ -81,15 +89,13 @@ class Search(PloneSearch):
         the search finds with each filter chosen instead of the one that is
         (none without a search, or on a catalog without facet counts)."""
         catalog = self._catalog
-        query = self.filter_query({})
-        if catalog is None or not query:
+        if catalog is None or self._criteria is None:
             return {}
-        criteria = {key: value for key, value in query.items() if key not in _NOT_CRITERIA}
         created = {
             option["id"]: {"query": DateTime(option["value"]), "range": "min"} for option in self.created_options()
         }
         try:
-            found = catalog.facetCounts({"portal_type": None, "created": created}, criteria)
+            found = catalog.facetCounts({"portal_type": None, "created": created}, self._criteria)
         except (ParseError, CatalogError):
             return {}
         return {name: dict(facet.counts) for name, facet in found.items()}
@@ -102,13 +108,9 @@ class Search(PloneSearch):
         found fewer than :data:`SUGGEST_BELOW` items, with the URL of its
         search (the other choices of the form kept)."""
         text = self.request.form.get("SearchableText")
-        if self._catalog is None or found >= SUGGEST_BELOW or not isinstance(text, str) or not text.strip():
+        if self._catalog is None or self._criteria is None or found >= SUGGEST_BELOW or not isinstance(text, str) or not text.strip():
             return None
-        criteria = {
-            key: value
-            for key, value in self.filter_query({}).items()
-            if key not in _NOT_CRITERIA and key != "SearchableText"
-        }
+        criteria = {key: value for key, value in self._criteria.items() if key != "SearchableText"}
         try:
             alternatives = self._catalog.suggestions(SearchableText=text, limit=1, **criteria)
         except (ParseError, CatalogError):

@@ -69,7 +69,13 @@ class Snippets:
     """The snippets of one search's results (see :meth:`passage`); what
     to mark is worked out when the first is asked for."""
 
-    def __init__(self, scored: Sequence[Scored], lexicons: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(
+        self,
+        scored: Sequence[Scored],
+        lexicons: Callable[[], Mapping[str, Any]],
+        load: Callable[[list[int]], dict[int, str | None]],
+    ) -> None:
+        self.load = load  # the indexed texts of some record ids (database.load_texts)
         # SearchableText first: it has the whole text
         self._scored = min(scored, key=lambda s: s.index.column is None)
         self._lexicons = lexicons
