@@ -148,7 +148,15 @@ def keyword_values(attrs: Attributes, index: r.IndexDef):
             v = json_scalar(v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
             if v not in keywords:
                 keywords.append(v)
-    return keywords or _marker
+    # sorted: ZCatalog keeps them in a set's order, which follows the
+    # process's hash seed, and here the same values in another order would
+    # be a change (a row written again, every count reading the index made
+    # again); no search or sort reads their order
+    return sorted(keywords, key=_keyword_order) or _marker
+
+
+def _keyword_order(value) -> tuple[str, Any]:
+    return type(value).__name__, value
 
 
 def date_value(attrs: Attributes, index: r.IndexDef):
