@@ -182,6 +182,19 @@ class ReadTest(CatalogTestCase):
         transaction.abort()  # a new snapshot plans as usual
         self.assertEqual(mode(), "auto")
 
+    def test_catalog_reads_run_without_jit(self):
+        """PostgreSQL's JIT compiles a statement with a large estimate on
+        every run, which a catalog's short reads never pay back: off in
+        the storage's snapshot and on the catalog's own connections."""
+        setting = "SELECT current_setting('jit')"
+        self.assertEqual(len(self.catalog(portal_type="Document")), 30)
+        conn = connection.storage_instance(self.portal).pg_connection
+        self.assertEqual(conn.info.transaction_status, psycopg.pq.TransactionStatus.INTRANS)
+        self.assertEqual(connection.fetch(self.catalog, setting, []), [("off",)])
+        with mock.patch.dict(os.environ, {connection.READ_DSN_ENV: connection.storage_dsn(self.catalog)}):
+            self.assertEqual(connection.fetch(self.catalog, setting, []), [("off",)])
+        transaction.abort()
+
     def test_batch_and_counts(self):
         results = self.catalog(portal_type="Document", sort_on="sortable_title", b_start=20, b_size=10)
         self.assertEqual(len(results), 10)
