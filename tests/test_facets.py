@@ -159,6 +159,38 @@ class FacetCountsTest(BothSitesTestCase):
         self.assertNotIn("fresh", before)
         transaction.abort()
 
+    def test_counts_are_remembered_until_what_they_read_changes(self):
+        """A process answers from the counts it made while no commit changed
+        what their statement reads; a title does not, a subject or a new
+        item does."""
+        from plone.pgcatalog import facets
+
+        pg = self.sites[0]
+        setSite(pg)
+        login(pg.aq_parent, SITE_OWNER_NAME)
+        catalog = pg.portal_catalog
+        counts = catalog.facetCounts(["Subject"], {})["Subject"].counts
+        self.assertEqual(counts, catalog.facetCounts(["Subject"])["Subject"].counts)
+        # what is answered is what was remembered: put something else there
+        key, (generation, _) = facets._remembered.items()[-1]
+        facets._remembered.put(key, generation, [(0, '"remembered"', 7, None), (-2, None, 0, [7])])
+        self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, {"remembered": 7})
+        pg["item-001"].setTitle("A new title")
+        pg["item-001"].reindexObject()
+        transaction.commit()
+        self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, {"remembered": 7})
+        pg["item-001"].setSubject(["fresh"])
+        pg["item-001"].reindexObject()
+        transaction.commit()
+        counts = catalog.facetCounts(["Subject"])["Subject"].counts
+        self.assertEqual(counts["fresh"], 1)
+        # a new item is a new row: counted again
+        key, (generation, _) = facets._remembered.items()[-1]
+        facets._remembered.put(key, generation, [(0, '"remembered"', 7, None), (-2, None, 0, [7])])
+        api.content.create(container=pg, type="Document", id="newer", title="Newer")
+        transaction.commit()
+        self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, counts)
+
     def test_bad_facets_fail_clearly(self):
         pg = self.sites[0]
         setSite(pg)

@@ -43,13 +43,46 @@ from typing import Any
 import threading
 
 
-__all__ = ["Count", "count_column", "statement_key"]
+__all__ = ["Count", "Remembered", "count_column", "statement_key", "unchanged_key"]
 
 SIZE = 1024
 """Counts remembered per process (the least recently used go first)."""
 
-_counts: OrderedDict[Hashable, tuple[str, int]] = OrderedDict()
-_lock = threading.Lock()
+
+class Remembered:
+    """Answers a process keeps, each with the catalog's generation it was
+    read at (:func:`~plone.pgcatalog.schema.generation_sql`), at most
+    *size* (the least recently used go first)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._answers: OrderedDict[Hashable, tuple[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> tuple[str, Any] | None:
+        """The (generation, answer) kept under *key*, if any."""
+        with self._lock:
+            return self._answers.get(key)
+
+    def put(self, key: Hashable, generation: str, answer: Any) -> None:
+        with self._lock:
+            self._answers[key] = (generation, answer)
+            self._answers.move_to_end(key)
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+
+    def items(self) -> list[tuple[Hashable, tuple[str, Any]]]:
+        """What is kept, least recently used first: (key, (generation, answer))."""
+        with self._lock:
+            return list(self._answers.items())
+
+    def clear(self) -> None:
+        """Forget everything (tests start from nothing)."""
+        with self._lock:
+            self._answers.clear()
+
+
+_counts = Remembered(SIZE)
 
 
 @dataclass(frozen=True)
@@ -64,17 +97,23 @@ class Count:
 
     def remember(self, number: int, generation: str | None) -> None:
         """Keep *number* as read by the statement with its generation."""
-        if self.key is None or generation is None:
-            return
-        with _lock:
-            _counts[self.key] = (generation, number)
-            _counts.move_to_end(self.key)
-            while len(_counts) > SIZE:
-                _counts.popitem(last=False)
+        if self.key is not None and generation is not None:
+            _counts.put(self.key, generation, number)
+
+
+def unchanged_key(catalog: Any, site: str, key: Hashable | None) -> Hashable | None:
+    """The key under which to remember an answer of the statement *key*
+    (:func:`statement_key`) read from the catalog of tool *catalog* (its
+    site at path *site*), or None where it is not to be remembered: this
+    transaction has catalog changes of its own, or *key* is None."""
+    pending = get_pending()
+    if key is None or (pending is not None and (has_changes(pending) or pending.reordered)):
+        return None
+    return (storage_dsn(catalog), site, key)
 
 
 def statement_key(where: str, params: list) -> Hashable | None:
-    """What identifies the count of ``ROWS WHERE where`` with *params* in
+    """What identifies the answer of ``ROWS WHERE where`` with *params* in
     a catalog, or None where a parameter has no dependable value to
     compare (it is then counted every time).  A search makes it once per
     query (:class:`~plone.pgcatalog.search.Plan`)."""
@@ -99,15 +138,11 @@ def count_column(
     a window over the matches it reads anyway."""
     subquery = f"(SELECT count(*) FROM {ROWS} WHERE {where})"
     counting, counting_params = ("count(*) OVER ()", []) if window else (subquery, params)
-    pending = get_pending()
-    if pending is not None and (has_changes(pending) or pending.reordered):
-        key = None  # this transaction's own changes are in the count
-    if key is None:
+    key = unchanged_key(catalog, site, key)
+    if key is None:  # this transaction's own changes are in the count
         return Count(f"{counting}, NULL::text", counting_params, None)
-    key = (storage_dsn(catalog), site, key)
     generation = generation_sql(frozenset(reads))
-    with _lock:
-        known = _counts.get(key)
+    known = _counts.get(key)
     if known is None:
         return Count(f"{counting}, {generation}", counting_params, key)
     stamp, number = known

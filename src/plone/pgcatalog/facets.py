@@ -9,7 +9,10 @@ adds included.  ZCatalog has no such call: the REST API's proposal
 (plone.restapi#1637) searches once per facet and intersects the result
 with the index in Python.  Here one statement scans the rows matching
 what all facets share once, reads each row's facet values and whether it
-meets each facet's own criterion, and counts every facet from that.
+meets each facet's own criterion, and counts every facet from that.  A
+process remembers the counts it made, with the generation of what their
+statement read (:mod:`~plone.pgcatalog.counts`): the statement scans the
+rows again only when a commit changed that.
 
 A facet counts either the values its index keeps (as ``uniqueValuesFor``
 lists them: a field or boolean index's value, each of a keyword index's
@@ -25,10 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.counts import Remembered
+from plone.pgcatalog.counts import statement_key
+from plone.pgcatalog.counts import unchanged_key
 from plone.pgcatalog.database import read
 from Products.ZCatalog.ZCatalog import CatalogError
 from plone.pgcatalog.query import criterion_keys
 from plone.pgcatalog.query import where_of
+from plone.pgcatalog.schema import generation_sql
 from plone.pgcatalog.schema import ROWS
 from typing import Any
 from typing import TYPE_CHECKING
@@ -44,11 +51,14 @@ __all__ = ["Facet", "facet_counts"]
 
 # The kinds whose values a facet counts (a date index is counted in buckets)
 VALUE_KINDS = (r.FIELD, r.KEYWORD, r.BOOLEAN)
-# What no facet may count: the security terms' values name who may see an
-# item, and searchResults sets these criteria itself
-NEVER = ("allowedRolesAndUsers", "effectiveRange")
 
 _ROWS = "pgcatalog_facet_rows"
+_GENERATION = "pgcatalog_facet_generation"
+# the rows of the statement that are not a value's count
+_GENERATION_ROW, _TOTALS_ROW = -1, -2
+
+_remembered = Remembered(256)
+"""Facet counts a process remembers, with the generation of what they read."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,8 @@ def facet_counts(
     }
     # the rows matching what every facet shares, once: each facet's value,
     # whether the row meets its own criterion (c<n>) and each bucket (b<n>_<m>)
-    columns, params = ["object_state.zoid"], []
+    columns: list[str] = []
+    params: list = []
 
     def column(name: str, where: tuple[str, list] | None) -> None:
         columns.append(f"COALESCE(({where[0]}), false) AS {name}" if where else f"false AS {name}")
@@ -106,15 +117,29 @@ def facet_counts(
             column(f"b{number}_{bucket}", compiled({index.name: bucket_query}))
     where, where_params = _counted_rows(common, criteria)
 
-    branches = []
-    for number, index in enumerate(named):
-        others = " AND ".join(["true", *(f"c{other}" for other in criteria if other != number)])
-        branches.extend(_branches(number, index, facets[index.name], others))
+    rows_sql = f"SELECT {', '.join(columns)} FROM {ROWS} WHERE {where}"
+    params += where_params
+    counts_sql = _counts_sql(named, facets, criteria)
+    reads = {index.changes for index in named} | {defs[name].changes for name in query if name in defs}
+    key = unchanged_key(catalog.tool, catalog.site, statement_key(rows_sql, params))
+    if key is None:  # this transaction's own changes count
+        sql = f"WITH {_ROWS} AS MATERIALIZED ({rows_sql})\n{counts_sql}"
+        return _facets(named, facets, read(catalog.tool, sql, params, site=catalog.site))
+    # the rows are read only where what they read has changed since the
+    # counts this process remembers were made
+    known = _remembered.get(key)
     sql = (
-        f"WITH {_ROWS} AS MATERIALIZED (SELECT {', '.join(columns)} FROM {ROWS} WHERE {where})\n"
-        + "\nUNION ALL\n".join(branches)
+        f"WITH {_GENERATION} AS (SELECT {generation_sql(frozenset(reads))} AS generation),\n"
+        f"{_ROWS} AS MATERIALIZED ({rows_sql} AND (SELECT generation FROM {_GENERATION}) IS DISTINCT FROM %s)\n"
+        f"SELECT {_GENERATION_ROW}, generation, 0, NULL FROM {_GENERATION}\nUNION ALL\n{counts_sql}"
     )
-    rows = read(catalog.tool, sql, [*params, *where_params], site=catalog.site)
+    rows = read(catalog.tool, sql, [*params, known and known[0]], site=catalog.site)
+    generation = next(row[1] for row in rows if row[0] == _GENERATION_ROW)
+    if known is not None and known[0] == generation:
+        rows = known[1]
+    else:
+        rows = [row for row in rows if row[0] != _GENERATION_ROW]
+        _remembered.put(key, generation, rows)
     return _facets(named, facets, rows)
 
 
@@ -134,29 +159,52 @@ def _counted_rows(common: tuple[str, list], criteria: dict[int, tuple[str, list]
     return f"{common[0]} AND ({' OR '.join(parts)})", [*common[1], *params]
 
 
-def _branches(number: int, index: r.IndexDef, buckets: Mapping | None, others: str) -> list[str]:
-    """The counts of facet *number* over the rows meeting the *others*'
-    criteria: ``(number, value as JSON text or bucket number, count)``,
-    the rows holding a value first (value NULL)."""
-    value = f"v{number}"
-    held = f"{value} IS NOT NULL AND jsonb_typeof({value}) <> 'null'"
-    if index.kind == r.KEYWORD:
-        held = f"jsonb_typeof({value}) = 'array' AND {value} <> '[]'"
-    found = [f"SELECT {number}, NULL::text, count(*) FROM {_ROWS} WHERE {others} AND {held}"]
-    if buckets is not None:
-        found += [
-            f"SELECT {number}, '{bucket}', count(*) FROM {_ROWS} WHERE {others} AND b{number}_{bucket}"
-            for bucket in range(len(buckets))
+def _counts_sql(named: list[r.IndexDef], facets: Mapping[str, Any], criteria: dict[int, Any]) -> str:
+    """Every facet's counts from one pass over the rows (and one more per
+    keyword facet, whose values are unnested): rows ``(number, value as
+    JSON text, count, NULL)``, and the row ``(TOTALS_ROW, NULL, 0,
+    totals)``: each facet's matches, then each bucket's count, in order.
+    A facet counts the rows meeting the other facets' own criteria."""
+    others = [" AND ".join(["true", *(f"c{o}" for o in criteria if o != number)]) for number in range(len(named))]
+    totals = [f"count(*) FILTER (WHERE {others[number]} AND {_held(number, index)})" for number, index in enumerate(named)]
+    totals += [
+        f"count(*) FILTER (WHERE {others[number]} AND b{number}_{bucket})"
+        for number, index in enumerate(named)
+        for bucket in range(len(facets[index.name] or ()))
+    ]
+    by_value = [n for n, index in enumerate(named) if facets[index.name] is None and index.kind != r.KEYWORD]
+    array = f"ARRAY[{', '.join(totals)}]"
+    if by_value:  # a grouping set per facet counted by value, () for the totals
+        grouped = ", ".join(f"v{number}" for number in by_value)
+        bits = len(by_value)
+        masks = {number: (1 << bits) - 1 - (1 << (bits - 1 - at)) for at, number in enumerate(by_value)}
+        which = " ".join(f"WHEN {masks[number]} THEN {number}" for number in by_value)
+        count = " ".join(f"WHEN {masks[number]} THEN {totals[number]}" for number in by_value)
+        branches = [
+            f"SELECT CASE GROUPING({grouped}) {which} ELSE {_TOTALS_ROW} END, "
+            f"COALESCE({', '.join(f'v{number}::text' for number in by_value)}), "
+            f"CASE GROUPING({grouped}) {count} ELSE 0 END, "
+            f"CASE WHEN GROUPING({grouped}) = {(1 << bits) - 1} THEN {array} END "
+            f"FROM {_ROWS} GROUP BY GROUPING SETS ({', '.join(f'(v{number})' for number in by_value)}, ())"
         ]
-    elif index.kind == r.KEYWORD:  # each value once an item
-        found.append(
-            f"SELECT {number}, k::text, count(DISTINCT zoid) FROM {_ROWS}, "
-            f"jsonb_array_elements(CASE WHEN jsonb_typeof({value}) = 'array' THEN {value} END) AS k "
-            f"WHERE {others} GROUP BY 2"
-        )
     else:
-        found.append(f"SELECT {number}, {value}::text, count(*) FROM {_ROWS} WHERE {others} AND {held} GROUP BY 2")
-    return found
+        branches = [f"SELECT {_TOTALS_ROW}, NULL::text, 0::bigint, {array} FROM {_ROWS}"]
+    branches += [  # a keyword's values are each once an item (extraction keeps them so)
+        f"SELECT {number}, k::text, count(*), NULL::bigint[] FROM {_ROWS}, "
+        f"jsonb_array_elements(CASE WHEN jsonb_typeof(v{number}) = 'array' THEN v{number} END) AS k "
+        f"WHERE {others[number]} GROUP BY 2"
+        for number, index in enumerate(named)
+        if facets[index.name] is None and index.kind == r.KEYWORD
+    ]
+    return "\nUNION ALL\n".join(branches)
+
+
+def _held(number: int, index: r.IndexDef) -> str:
+    """Whether a row holds a value of facet *number*'s index."""
+    value = f"v{number}"
+    if index.kind == r.KEYWORD:
+        return f"(jsonb_typeof({value}) = 'array' AND {value} <> '[]')"
+    return f"({value} IS NOT NULL AND jsonb_typeof({value}) <> 'null')"
 
 
 def _facet_index(defs: Mapping[str, r.IndexDef], name: Any, buckets: Mapping[str, Any] | None) -> r.IndexDef:
@@ -164,7 +212,7 @@ def _facet_index(defs: Mapping[str, r.IndexDef], name: Any, buckets: Mapping[str
     index = defs.get(name) if isinstance(name, str) else None
     if index is None:
         raise CatalogError(f"Unknown index for a facet: {name!r}")
-    if name in NEVER:
+    if name in r.SECURITY_INDEXES:  # who may see an item: searchResults sets them
         raise CatalogError(f"The index {name!r} cannot be a facet: it holds the security terms")
     if buckets is None:
         if index.kind not in VALUE_KINDS:
@@ -179,23 +227,21 @@ def _facet_index(defs: Mapping[str, r.IndexDef], name: Any, buckets: Mapping[str
 
 def _facets(named: list[r.IndexDef], facets: Mapping[str, Any], rows: list[tuple]) -> dict[str, Facet]:
     counts: list[dict] = [{} for _ in named]
-    matches = [0] * len(named)
-    for number, value, count in rows:
-        if value is None:
-            matches[number] = count
-        else:
+    totals: list[int] = []
+    for number, value, count, row_totals in rows:
+        if number == _TOTALS_ROW:
+            totals = row_totals
+        elif value is not None and count:
             counts[number][value] = count
-    found = {}
+    found, bucket_counts = {}, iter(totals[len(named) :])
     for number, index in enumerate(named):
         buckets = facets[index.name]
-        if buckets is not None:
-            names = list(buckets)
-            by_value = {names[int(bucket)]: count for bucket, count in counts[number].items()}
-            by_value = {name: by_value[name] for name in names}  # in the order given
+        if buckets is not None:  # in the order given
+            by_value = {name: next(bucket_counts) for name in buckets}
         else:
             by_value = {_key(orjson.loads(value)): count for value, count in counts[number].items()}
             by_value = dict(sorted(by_value.items(), key=lambda item: (-item[1], str(item[0]))))
-        found[index.name] = Facet(by_value, matches[number])
+        found[index.name] = Facet(by_value, totals[number])
     return found
 
 

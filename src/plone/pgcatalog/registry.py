@@ -41,6 +41,7 @@ __all__ = [
     "SEARCHABLE_TEXT",
     "TEXT",
     "TEXT_VALUE",
+    "SECURITY_INDEXES",
     "TYPE_INDEX",
     "UUID",
     "custom_kind",
@@ -73,6 +74,8 @@ BTREE_KINDS = (FIELD, UUID, DATE, BOOLEAN, GOPIP)
 # Listings of one content type by date (news, events, recent items) walk a
 # B-tree on (portal_type, date, zoid): see schema.index_ddl and query.page.top_sql
 TYPE_INDEX = "portal_type"
+# The indexes of Plone's security terms, which searchResults sets itself
+SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")
 
 KINDS = (FIELD, KEYWORD, DATE, DATE_RANGE, DATE_RECURRING, BOOLEAN, UUID, TEXT, PATH, GOPIP)
 

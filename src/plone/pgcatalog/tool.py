@@ -648,13 +648,10 @@ class PGCatalogTool(UniqueObject, Folder):
 InitializeClass(PGCatalogTool)
 
 
-# The indexes of Plone's security terms, which searchResults sets itself
-SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")
-
 # the security indexes a query may not name: as keys, and as the prefix of
 # a flat ``<index>_<option>`` key (``allowedRolesAndUsers_operator``)
-_SECURITY_KEYS = (SECURITY_INDEXES, tuple(f"{name}_" for name in SECURITY_INDEXES))
-_ROLES_KEYS = (SECURITY_INDEXES[:1], (f"{SECURITY_INDEXES[0]}_",))
+_SECURITY_KEYS = (r.SECURITY_INDEXES, tuple(f"{name}_" for name in r.SECURITY_INDEXES))
+_ROLES_KEYS = (r.SECURITY_INDEXES[:1], (f"{r.SECURITY_INDEXES[0]}_",))
 
 
 _minute: tuple[int, DateTime | None] = (-1, None)
