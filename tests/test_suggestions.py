@@ -10,8 +10,10 @@ from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import suggestions
 from plone.pgcatalog.connection import storage_dsn
 from Products.ZCatalog.ZCatalog import CatalogError
+from unittest import mock
 
 import psycopg
 import transaction
@@ -76,6 +78,42 @@ class SuggestionsTest(CatalogTestCase):
             # a rest that matches nothing holds no word
             self.assertEqual(self.suggested("quasarflux", portal_type=None), [], who)
             self.assertEqual(self.suggested("postgress", portal_type=None), [], who)
+
+    def test_a_visible_holder_after_the_items_read_is_found(self):
+        # a candidate's holders are read up to COUNTED, each tested against
+        # the security terms; where none read is visible and more hold it,
+        # the terms' index is asked: private holders first, a public one last
+        for number in range(3):
+            api.content.create(container=self.portal, type="Document", id=f"z{number}", title="Zeppelinhangar")
+        transaction.commit()
+        with mock.patch.object(suggestions, "COUNTED", 2):
+            logout()
+            self.assertEqual(self.suggested("zeppelinhanger"), [])  # private only
+            login(self.layer["app"], SITE_OWNER_NAME)
+            public = api.content.create(container=self.portal, type="Document", id="z-public", title="Zeppelinhangar")
+            api.content.transition(obj=public, transition="publish")
+            transaction.commit()
+            logout()
+            self.assertEqual(self.suggested("zeppelinhanger"), ["zeppelinhangar"])
+            self.assertEqual(self.suggested("zeppelinhanger", portal_type="Folder"), [])
+
+    def test_a_typed_word_held_by_a_visible_item_after_the_items_read_is_found(self):
+        # a typed word is found at its first visible holder among those read,
+        # else through the terms' index: private holders first, public last
+        for number in range(3):
+            api.content.create(container=self.portal, type="Document", id=f"z{number}", title="Zeppelinhangar")
+        plural = api.content.create(container=self.portal, type="Document", id="z-plural", title="Zeppelinhangars")
+        api.content.transition(obj=plural, transition="publish")
+        transaction.commit()
+        with mock.patch.object(suggestions, "COUNTED", 2):
+            logout()
+            self.assertEqual(self.suggested("zeppelinhangar"), ["zeppelinhangars"])  # held privately only
+            login(self.layer["app"], SITE_OWNER_NAME)
+            public = api.content.create(container=self.portal, type="Document", id="z-public", title="Zeppelinhangar")
+            api.content.transition(obj=public, transition="publish")
+            transaction.commit()
+            logout()
+            self.assertEqual(self.suggested("zeppelinhangar"), [])  # found: nothing to suggest
 
     def test_more_items_rank_first_among_equally_similar_words(self):
         logout()
