@@ -3,6 +3,7 @@ proposal's approach on stock ZCatalog, side by side.
 
     .venv/bin/python benchmarks/facets.py --docs 20000
     .venv/bin/python benchmarks/facets.py --docs 500 5000 --backends pgcatalog relstorage
+    .venv/bin/python benchmarks/facets.py --kept pgcatalog_bench_100k   # kept.py's site
 
 For each backend, in its own process on a fresh database (as ``run.py``),
 a site of the benchmark's documents, then the five facets of
@@ -22,13 +23,10 @@ counts of the backends are compared.  Printed as a table, written to
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import partial
 
-import logging
-import shutil
 import sidebyside
 import sys
-import tempfile
 
 
 
@@ -82,65 +80,104 @@ def our_counts(catalog, query: dict, spec: dict) -> dict:
     return {name: dict(facet.counts) for name, facet in catalog.facetCounts(spec, query).items()}
 
 
-def measure(backend: str, dsn: str | None, docs: list[int], iterations: int) -> dict:
-    """In this process: build *backend*'s site, grow it to each size of
-    *docs* and time the facet counts of :data:`QUERIES` there."""
-    from AccessControl.SecurityManagement import noSecurityManager
-    from measure import time_repeated
-    from worker import Worker
+# What happens between two timed counts (untimed), as a busy site has it:
+# nothing; an editor's committed title change (counts read nothing it
+# changes, so plone.pgcatalog answers from the counts it remembers); a
+# committed subject change (a facet's values changed: counted again).
+BETWEEN = ("nothing", "a title edited", "a subject edited")
+
+
+def between(worker, what: str):
+    """The untimed step before each timed count: *what* (of :data:`BETWEEN`)
+    committed, on a document taken in turn, then a new transaction."""
+    from workload import doc_spec
+    from workload import SUBJECTS
 
     import transaction
     import zopesite
 
-    logging.disable(logging.CRITICAL)
+    turn = iter(range(10**9))
+
+    def step() -> None:
+        transaction.abort()
+        if what == "nothing":
+            return
+        number = next(turn)
+        if what == "a title edited":
+            zopesite.edit_document(worker.site, number % worker.docs)
+        else:
+            spec = doc_spec(number % worker.docs)
+            doc = worker.site[spec.folder][spec.id]
+            # the subject after its first one: a change even where an
+            # earlier run (or query) edited this document before
+            held = doc.Subject()
+            after = SUBJECTS.index(held[0]) + 1 if held and held[0] in SUBJECTS else number
+            doc.setSubject([SUBJECTS[after % len(SUBJECTS)]])
+            doc.reindexObject()
+        transaction.commit()
+
+    return step
+
+
+def measure(backend: str, dsn: str | None, docs: list[int], iterations: int, kept: bool = False) -> dict:
+    """In this process: build *backend*'s site, grow it to each size of
+    *docs* and time the facet counts of :data:`QUERIES` there, for
+    plone.pgcatalog with each of :data:`BETWEEN` between two counts (the
+    proposal's approach remembers nothing: nothing between).  *kept*:
+    measure the site kept in the database (``kept.py``) at its size."""
+    from AccessControl.SecurityManagement import noSecurityManager
+    from measure import time_repeated
+
+    import transaction
+    import zopesite
+
     count = our_counts if backend == "pgcatalog" else proposal_counts
-    home = Path(tempfile.mkdtemp(prefix=f"pgcatalog-facets-{backend}-"))
-    try:
-        worker = Worker({"backend": backend, "dsn": dsn, "home": str(home), "vacuum": "each"})
-        worker.build()
-        out = {}
-        for size in sorted(docs):
-            worker.grow_to(size)
-            worker.settle()
-            timings = out[str(size)] = {}
-            for name, (query, anonymous) in QUERIES.items():
+    out = {}
+    for worker, size in sidebyside.grown(backend, dsn, docs, kept):
+        timings = out[str(size)] = {}
+        for name, (query, anonymous) in QUERIES.items():
+            for what in BETWEEN if backend == "pgcatalog" else BETWEEN[:1]:
                 transaction.abort()
+                zopesite.login(worker.app)
+                step = between(worker, what)
                 if anonymous:
                     noSecurityManager()
-                else:
-                    zopesite.login(worker.app)
                 spec = facets()
-                counts = count(worker.catalog, query, spec)
-                timed = time_repeated(lambda query=query, spec=spec: count(worker.catalog, query, spec), transaction.abort, iterations, 3)
-                timings[name] = {
+                counted = partial(count, worker.catalog, query, spec)
+                counts = counted()
+                timed = time_repeated(counted, step, iterations, 3)
+                label = name if what == "nothing" else f"{name}, {what} between"
+                timings[label] = {
                     "median": round(timed["median"], 2),
                     "p90": round(timed["p90"], 2),
+                    "p95": round(timed["p95"], 2),
                     "counts": {facet: {str(k): v for k, v in values.items() if v} for facet, values in counts.items()},
                 }
-                print(f"[{backend} {size}] {name}: {timed['median']:.2f} ms (p90 {timed['p90']:.2f})", file=sys.stderr, flush=True)
+                print(f"[{backend} {size}] {label}: {timed['median']:.2f} ms (p95 {timed['p95']:.2f})", file=sys.stderr, flush=True)
         zopesite.login(worker.app)
-        return out
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+        transaction.abort()
+    return out
 
 
 def table(results: dict) -> str:
     backends = list(results)
     ours, others = backends[0], backends[1:]
-    head = ["docs", "query", *(f"{b} median / p90 ms" for b in backends), *(f"{b} ÷ ours" for b in others), "same counts"]
+    head = ["docs", "query", *(f"{b} median / p95 ms" for b in backends), *(f"{b} ÷ ours" for b in others), "same counts"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for size, timings in results[ours].items():
         for name, mine in timings.items():
             row = [size, name]
-            row += [f"{results[b][size][name]['median']:.2f} / {results[b][size][name]['p90']:.2f}" for b in backends]
-            row += [f"{results[b][size][name]['median'] / mine['median']:.1f}x" for b in others]
-            row.append("yes" if all(results[b][size][name]["counts"] == mine["counts"] for b in others) else "NO")
+            theirs = [results[b][size].get(name) for b in others]
+            row += [f"{mine['median']:.2f} / {mine['p95']:.2f}"]
+            row += [f"{t['median']:.2f} / {t['p95']:.2f}" if t else "" for t in theirs]
+            row += [f"{t['median'] / mine['median']:.1f}x" if t else "" for t in theirs]
+            row.append("" if not any(theirs) else "yes" if all(t["counts"] == mine["counts"] for t in theirs if t) else "NO")
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return sidebyside.main(__file__, __doc__, measure, table, {"facets": FACETS}, [20000], 30, argv)
+    return sidebyside.main(__file__, __doc__, measure, table, {"facets": FACETS, "between": BETWEEN}, [20000], 30, argv)
 
 
 if __name__ == "__main__":

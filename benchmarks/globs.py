@@ -16,13 +16,11 @@ pgcatalog ÷ each other backend, and written to
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import logging
-import shutil
+from functools import partial
+
 import sidebyside
 import sys
-import tempfile
 
 
 QUERIES = {
@@ -34,42 +32,30 @@ QUERIES = {
 }
 
 
-def measure(backend: str, dsn: str | None, docs: list[int], iterations: int) -> dict:
+def measure(backend: str, dsn: str | None, docs: list[int], iterations: int, kept: bool = False) -> dict:
     """In this process: build *backend*'s site, grow it to each size of
     *docs* and time :data:`QUERIES` there."""
     from measure import time_repeated
-    from worker import Worker
     from workload import run_bare
     from workload import run_listing
 
     import transaction
     import zopesite
 
-    logging.disable(logging.CRITICAL)
-    home = Path(tempfile.mkdtemp(prefix=f"pgcatalog-globs-{backend}-"))
-    try:
-        worker = Worker({"backend": backend, "dsn": dsn, "home": str(home), "vacuum": "each"})
-        worker.build()
-        out = {}
-        for size in sorted(docs):
-            worker.grow_to(size)
-            worker.settle()
-            transaction.abort()
-            zopesite.login(worker.app)
-            timings = out[str(size)] = {}
-            for name, text in QUERIES.items():
-                query = {"SearchableText": text}
-                found = len(worker.catalog.searchResults(**query))
-                timings[name] = {"found": found}
-                for variant, run in (("bare", run_bare), ("listing", run_listing)):
-                    timed = time_repeated(
-                        lambda run=run, query=query: run(worker.catalog, query), transaction.abort, iterations, 5
-                    )
-                    timings[name][variant] = round(timed["median"], 3)
-                print(f"[{backend} {size}] {name}: {timings[name]}", file=sys.stderr, flush=True)
-        return out
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    out = {}
+    for worker, size in sidebyside.grown(backend, dsn, docs, kept):
+        transaction.abort()
+        zopesite.login(worker.app)
+        timings = out[str(size)] = {}
+        for name, text in QUERIES.items():
+            query = {"SearchableText": text}
+            found = len(worker.catalog.searchResults(**query))
+            timings[name] = {"found": found}
+            for variant, run in (("bare", run_bare), ("listing", run_listing)):
+                timed = time_repeated(partial(run, worker.catalog, query), transaction.abort, iterations, 5)
+                timings[name][variant] = round(timed["median"], 3)
+            print(f"[{backend} {size}] {name}: {timings[name]}", file=sys.stderr, flush=True)
+    return out
 
 
 def table(results: dict) -> str:

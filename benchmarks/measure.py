@@ -21,6 +21,7 @@ def summary(samples_ms: list[float]) -> dict:
         "mean": statistics.fmean(ordered),
         "min": ordered[0],
         "p90": ordered[min(n - 1, int(round(0.9 * (n - 1))))],
+        "p95": ordered[min(n - 1, int(round(0.95 * (n - 1))))],
         "n": n,
     }
 

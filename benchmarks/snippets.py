@@ -1,33 +1,23 @@
 """Snippets: what ``brain.snippet()`` adds to a page of 10 results.
 
     .venv/bin/python benchmarks/snippets.py --docs 5000 20000
+    .venv/bin/python benchmarks/snippets.py --kept pgcatalog_bench_100k   # kept.py's site, pages added
 
 A plone.pgcatalog site of the benchmark's documents on a fresh database
 (as ``run.py``), plus :data:`PAGES` published pages with body texts of
 300 to 3,000 words (2 to 20 KB), then, for each query of :data:`QUERIES`
 as Anonymous, in a new transaction each time: a page of 10 (``b_size``)
 with each brain's Title read, and the same page with each brain's
-snippet too.  Medians and p90 in ms, and the difference of the medians:
+snippet too.  Medians and p95 in ms, and the difference of the medians:
 what snippets add.  Written to ``benchmarks/results/<stamp>-snippets.json``.
 """
 
 from __future__ import annotations
 
-from database import fresh_database
-from database import pg_server
-from pathlib import Path
-
-import argparse
-import json
-import logging
+import onesite
 import random
-import shutil
 import sys
-import tempfile
-import time
 
-
-HERE = Path(__file__).resolve().parent
 
 PAGES = 1000
 QUERIES = {
@@ -76,67 +66,55 @@ def add_pages(site) -> None:
     transaction.commit()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, nargs="+", default=[20000])
-    parser.add_argument("--iterations", type=int, default=100)
-    args = parser.parse_args(argv)
-    from AccessControl.SecurityManagement import noSecurityManager
-    from measure import time_repeated
-    from worker import Worker
-
-    import transaction
+def prepare(worker) -> None:
+    """The long pages, unless the (kept) site has them."""
     import zopesite
 
-    logging.disable(logging.CRITICAL)
-    results: dict = {}
-    home = Path(tempfile.mkdtemp(prefix="pgcatalog-snippets-"))
-    try:
-        with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
-            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home), "vacuum": "each"})
-            worker.build()
-            zopesite.login(worker.app)
-            add_pages(worker.site)
-            for size in sorted(args.docs):
-                worker.grow_to(size)
-                worker.settle()
-                timings = results[str(size)] = {}
-                for name, query in QUERIES.items():
-                    transaction.abort()
-                    noSecurityManager()
+    zopesite.login(worker.app)
+    if "long-pages" not in worker.site.objectIds():
+        add_pages(worker.site)
 
-                    def page(query=query, snippets=False):
-                        brains = worker.catalog(b_size=10, **query)
-                        return [(b.Title, b.snippet() if snippets else None) for b in brains]
 
-                    assert all(snippet for _, snippet in page(snippets=True)), name
-                    plain = time_repeated(page, transaction.abort, args.iterations, 5)
-                    marked = time_repeated(lambda: page(snippets=True), transaction.abort, args.iterations, 5)
-                    timings[name] = {
-                        "page": [round(plain["median"], 2), round(plain["p90"], 2)],
-                        "with snippets": [round(marked["median"], 2), round(marked["p90"], 2)],
-                        "added": round(marked["median"] - plain["median"], 2),
-                        "example": page(snippets=True)[0][1],
-                    }
-                    print(f"[{size}] {name}: {timings[name]}", file=sys.stderr, flush=True)
-            zopesite.login(worker.app)
-            transaction.abort()
-            worker.app._p_jar.db().close()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    path = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-snippets.json"
-    path.write_text(json.dumps({"docs": args.docs, "pages": PAGES, "results": results}, indent=1))
-    print("| documents | query | page of 10 | with snippets | added |")
-    print("| --- | --- | --- | --- | --- |")
+def measure(worker, iterations: int) -> dict:
+    """Each query of :data:`QUERIES` as Anonymous: a page of 10 with and
+    without snippets."""
+    from AccessControl.SecurityManagement import noSecurityManager
+    from measure import time_repeated
+
+    import transaction
+
+    timings = {}
+    for name, query in QUERIES.items():
+        transaction.abort()
+        noSecurityManager()
+
+        def page(query=query, snippets=False):
+            brains = worker.catalog(b_size=10, **query)
+            return [(b.Title, b.snippet() if snippets else None) for b in brains]
+
+        assert all(snippet for _, snippet in page(snippets=True)), name
+        plain = time_repeated(page, transaction.abort, iterations, 5)
+        marked = time_repeated(lambda page=page: page(snippets=True), transaction.abort, iterations, 5)
+        timings[name] = {
+            "page": [round(plain["median"], 2), round(plain["p95"], 2)],
+            "with snippets": [round(marked["median"], 2), round(marked["p95"], 2)],
+            "added": round(marked["median"] - plain["median"], 2),
+            "example": page(snippets=True)[0][1],
+        }
+        print(f"[{worker.docs}] {name}: {timings[name]}", file=sys.stderr, flush=True)
+    return timings
+
+
+def table(results: dict) -> str:
+    lines = ["| documents | query | page of 10 | with snippets | added |", "| --- | --- | --- | --- | --- |"]
     for size, timings in results.items():
         for name, t in timings.items():
-            print(
+            lines.append(
                 f"| {int(size) + PAGES} | {name} | {t['page'][0]:.2f} / {t['page'][1]:.2f} "
                 f"| {t['with snippets'][0]:.2f} / {t['with snippets'][1]:.2f} | {t['added']:.2f} |"
             )
-    print(f"results: {path}", file=sys.stderr)
-    return 0
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(onesite.main(__file__, __doc__, measure, table, {"pages": PAGES}, 100, prepare))

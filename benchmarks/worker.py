@@ -67,10 +67,19 @@ class Worker:
         home = Path(self.config["home"])
         conf = zopesite.write_config(self.backend, home, self.config.get("dsn"))
         self.app = zopesite.start_zope(conf, peer=self.backend == "peer")
-        elapsed, self.site = time_once(lambda: zopesite.create_site(self.app, self.backend))
-        self.result["site_creation_s"] = elapsed / 1000.0
-        log(f"{self.backend}: site created in {elapsed / 1000:.1f}s")
+        if self.config.get("kept") and zopesite.SITE_ID in self.app.objectIds():
+            self.site = zopesite.open_site(self.app)
+            self.docs = zopesite.documents(self.site)
+            log(f"{self.backend}: kept site opened, {self.docs} documents")
+        else:
+            elapsed, self.site = time_once(lambda: zopesite.create_site(self.app, self.backend))
+            self.result["site_creation_s"] = elapsed / 1000.0
+            log(f"{self.backend}: site created in {elapsed / 1000:.1f}s")
         self.catalog = self.site.portal_catalog
+
+    def sizes(self, docs: list[int]) -> list[int]:
+        """The sizes to measure at: *docs* in order, or a kept site's own."""
+        return [self.docs] if self.config.get("kept") else sorted(docs)
 
     def create_timed(self, count: int) -> None:
         """*count* documents, one transaction each, timed per document."""
@@ -142,7 +151,7 @@ class Worker:
           (``autovacuum_naptime``): what it does given its chance.
         """
         dsn = self.config.get("dsn")
-        if not dsn:
+        if not dsn or self.config.get("vacuum") == "none":  # none: kept.py's site, as kept
             return
         import psycopg
 

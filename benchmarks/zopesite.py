@@ -151,6 +151,22 @@ def create_site(app, backend: str) -> Any:
     return site
 
 
+def open_site(app) -> Any:
+    """The site a kept database already holds (``kept.py``)."""
+    from zope.component.hooks import setSite
+
+    site = app[SITE_ID]
+    setSite(site)
+    return site
+
+
+def documents(site) -> int:
+    """How many of the benchmark's documents *site* holds (added in
+    order, so also the number of the next one)."""
+    ids = {"query": ("doc-", "doc."), "range": "min:max"}  # not other benchmarks' pages
+    return len(site.portal_catalog.unrestrictedSearchResults(portal_type="Document", getId=ids))
+
+
 def folder_for(site, name: str):
     """The document's folder, created and published when first needed."""
     if not site.hasObject(name):
