@@ -10,9 +10,9 @@ adds included.  ZCatalog has no such call: the REST API's proposal
 with the index in Python.  Here one statement scans the rows matching
 what all facets share once, reads each row's facet values and whether it
 meets each facet's own criterion, and counts every facet from that.  A
-process remembers the counts it made, with the generation of what their
-statement read (:mod:`~plone.pgcatalog.counts`): the statement scans the
-rows again only when a commit changed that.
+process remembers the counts it made, with the commit they were made at:
+the statement then reads only the rows changed since, as they are and as
+they were (:mod:`~plone.pgcatalog.changes`), and adds the difference.
 
 A facet counts either the values its index keeps (as ``uniqueValuesFor``
 lists them: a field or boolean index's value, each of a keyword index's
@@ -28,6 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.changes import NONE
+from plone.pgcatalog.changes import SINCE
+from plone.pgcatalog.changes import signed_rows
+from plone.pgcatalog.changes import SOME
 from plone.pgcatalog.counts import Remembered
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.counts import unchanged_key
@@ -35,7 +39,6 @@ from plone.pgcatalog.database import read
 from Products.ZCatalog.ZCatalog import CatalogError
 from plone.pgcatalog.query import criterion_keys
 from plone.pgcatalog.query import where_of
-from plone.pgcatalog.schema import generation_sql
 from plone.pgcatalog.schema import ROWS
 from typing import Any
 from typing import TYPE_CHECKING
@@ -53,12 +56,12 @@ __all__ = ["Facet", "facet_counts"]
 VALUE_KINDS = (r.FIELD, r.KEYWORD, r.BOOLEAN)
 
 _ROWS = "pgcatalog_facet_rows"
-_GENERATION = "pgcatalog_facet_generation"
 # the rows of the statement that are not a value's count
-_GENERATION_ROW, _TOTALS_ROW = -1, -2
+_SINCE_ROW, _TOTALS_ROW = -1, -2
 
 _remembered = Remembered(256)
-"""Facet counts a process remembers, with the generation of what they read."""
+"""Facet counts a process remembers, with the stamp of the commit they
+were made at (:mod:`~plone.pgcatalog.changes`)."""
 
 
 @dataclass(frozen=True)
@@ -117,30 +120,34 @@ def facet_counts(
             column(f"b{number}_{bucket}", compiled({index.name: bucket_query}))
     where, where_params = _counted_rows(common, criteria)
 
-    rows_sql = f"SELECT {', '.join(columns)} FROM {ROWS} WHERE {where}"
     params += where_params
     counts_sql = _counts_sql(named, facets, criteria)
-    reads = {index.changes for index in named} | {defs[name].changes for name in query if name in defs}
-    key = unchanged_key(catalog.tool, catalog.site, statement_key(rows_sql, params))
-    if key is None:  # this transaction's own changes count
-        sql = f"WITH {_ROWS} AS MATERIALIZED ({rows_sql})\n{counts_sql}"
-        return _facets(named, facets, read(catalog.tool, sql, params, site=catalog.site))
-    # the rows are read only where what they read has changed since the
-    # counts this process remembers were made
-    known = _remembered.get(key)
-    sql = (
-        f"WITH {_GENERATION} AS (SELECT {generation_sql(frozenset(reads))} AS generation),\n"
-        f"{_ROWS} AS MATERIALIZED ({rows_sql} AND (SELECT generation FROM {_GENERATION}) IS DISTINCT FROM %s)\n"
-        f"SELECT {_GENERATION_ROW}, generation, 0, NULL FROM {_GENERATION}\nUNION ALL\n{counts_sql}"
+    key = unchanged_key(
+        catalog.tool, catalog.site, statement_key(f"{', '.join(columns)} WHERE {where}", params)
     )
-    rows = read(catalog.tool, sql, [*params, known and known[0]], site=catalog.site)
-    generation = next(row[1] for row in rows if row[0] == _GENERATION_ROW)
-    if known is not None and known[0] == generation:
-        rows = known[1]
-    else:
-        rows = [row for row in rows if row[0] != _GENERATION_ROW]
-        _remembered.put(key, generation, rows)
-    return _facets(named, facets, rows)
+    if key is None:  # this transaction's own changes count
+        sql = f"WITH {_ROWS} AS MATERIALIZED (SELECT {', '.join(columns)}, 1 AS sign FROM {ROWS} WHERE {where})\n"
+        return _facets(named, facets, _tally(read(catalog.tool, sql + counts_sql, params, site=catalog.site)))
+    # the counts this process remembers, brought up to date by the rows
+    # changed since they were made (see changes)
+    known = _remembered.get(key)
+    since, signed, signed_params = signed_rows(
+        ", ".join(columns), where, params, catalog.site, known[0] if known else None
+    )
+    sql = (
+        f"WITH {since},\n{_ROWS} AS MATERIALIZED ({signed})\n"
+        f"SELECT {_SINCE_ROW}, changed || ' ' || COALESCE(stamp, ''), 0, NULL FROM {SINCE}\nUNION ALL\n{counts_sql}"
+    )
+    rows = read(catalog.tool, sql, signed_params, site=catalog.site)
+    changed, stamp = next(row[1] for row in rows if row[0] == _SINCE_ROW).split(" ")
+    tally = _tally(row for row in rows if row[0] != _SINCE_ROW)
+    if changed == NONE:
+        tally = known[1]
+    elif changed == SOME:
+        tally = known[1].plus(tally)
+    if stamp:
+        _remembered.put(key, stamp, tally)
+    return _facets(named, facets, tally)
 
 
 def _counted_rows(common: tuple[str, list], criteria: dict[int, tuple[str, list]]) -> tuple[str, list]:
@@ -165,10 +172,15 @@ def _counts_sql(named: list[r.IndexDef], facets: Mapping[str, Any], criteria: di
     JSON text, count, NULL)``, and the row ``(TOTALS_ROW, NULL, 0,
     totals)``: each facet's matches, then each bucket's count, in order.
     A facet counts the rows meeting the other facets' own criteria."""
-    others = [" AND ".join(["true", *(f"c{o}" for o in criteria if o != number)]) for number in range(len(named))]
-    totals = [f"count(*) FILTER (WHERE {others[number]} AND {_held(number, index)})" for number, index in enumerate(named)]
+    others = [
+        " AND ".join(["true", *(f"c{o}" for o in criteria if o != number)]) for number in range(len(named))
+    ]
+    totals = [
+        f"COALESCE(sum(sign) FILTER (WHERE {others[number]} AND {_held(number, index)}), 0)"
+        for number, index in enumerate(named)
+    ]
     totals += [
-        f"count(*) FILTER (WHERE {others[number]} AND b{number}_{bucket})"
+        f"COALESCE(sum(sign) FILTER (WHERE {others[number]} AND b{number}_{bucket}), 0)"
         for number, index in enumerate(named)
         for bucket in range(len(facets[index.name] or ()))
     ]
@@ -190,7 +202,7 @@ def _counts_sql(named: list[r.IndexDef], facets: Mapping[str, Any], criteria: di
     else:
         branches = [f"SELECT {_TOTALS_ROW}, NULL::text, 0::bigint, {array} FROM {_ROWS}"]
     branches += [  # a keyword's values are each once an item (extraction keeps them so)
-        f"SELECT {number}, k::text, count(*), NULL::bigint[] FROM {_ROWS}, "
+        f"SELECT {number}, k::text, sum(sign), NULL::bigint[] FROM {_ROWS}, "
         f"jsonb_array_elements(CASE WHEN jsonb_typeof(v{number}) = 'array' THEN v{number} END) AS k "
         f"WHERE {others[number]} GROUP BY 2"
         for number, index in enumerate(named)
@@ -225,15 +237,37 @@ def _facet_index(defs: Mapping[str, r.IndexDef], name: Any, buckets: Mapping[str
     return index
 
 
-def _facets(named: list[r.IndexDef], facets: Mapping[str, Any], rows: list[tuple]) -> dict[str, Facet]:
-    counts: list[dict] = [{} for _ in named]
-    totals: list[int] = []
+@dataclass(frozen=True)
+class _Tally:
+    """A statement's counts: *counts* by (facet number, value as JSON
+    text), and *totals* (each facet's matches, then each bucket's count)."""
+
+    counts: dict[tuple[int, str], int]
+    totals: tuple[int, ...]
+
+    def plus(self, other: _Tally) -> _Tally:
+        counts = dict(self.counts)
+        for key, count in other.counts.items():
+            counts[key] = counts.get(key, 0) + count
+        totals = tuple(a + b for a, b in zip(self.totals, other.totals, strict=True))
+        return _Tally({key: count for key, count in counts.items() if count}, totals)
+
+
+def _tally(rows: Iterable[tuple]) -> _Tally:
+    counts, totals = {}, ()
     for number, value, count, row_totals in rows:
         if number == _TOTALS_ROW:
-            totals = row_totals
+            totals = tuple(row_totals)
         elif value is not None and count:
-            counts[number][value] = count
-    found, bucket_counts = {}, iter(totals[len(named) :])
+            counts[number, value] = count
+    return _Tally(counts, totals)
+
+
+def _facets(named: list[r.IndexDef], facets: Mapping[str, Any], tally: _Tally) -> dict[str, Facet]:
+    counts: list[dict] = [{} for _ in named]
+    for (number, value), count in tally.counts.items():
+        counts[number][value] = count
+    found, bucket_counts = {}, iter(tally.totals[len(named) :])
     for number, index in enumerate(named):
         buckets = facets[index.name]
         if buckets is not None:  # in the order given
@@ -241,7 +275,7 @@ def _facets(named: list[r.IndexDef], facets: Mapping[str, Any], rows: list[tuple
         else:
             by_value = {_key(orjson.loads(value)): count for value, count in counts[number].items()}
             by_value = dict(sorted(by_value.items(), key=lambda item: (-item[1], str(item[0]))))
-        found[index.name] = Facet(by_value, totals[number])
+        found[index.name] = Facet(by_value, tally.totals[number])
     return found
 
 

@@ -32,7 +32,7 @@ from plone.pgcatalog.values import text_literal
 import orjson
 
 
-__all__ = ["catalog_sql", "has_changes", "pending_metadata", "pending_texts"]
+__all__ = ["catalog_sql", "has_changes", "pending_metadata", "pending_texts", "site_scope"]
 
 _TABLE = "WITH {name} AS NOT MATERIALIZED (SELECT * FROM object_state{scope})"
 
@@ -48,7 +48,7 @@ SELECT p.zoid, {pending}
 )"""
 
 
-def _site_scope(site: str, column: str) -> str:
+def site_scope(site: str, column: str) -> str:
     """A site's rows: its own and those below it, so that several sites
     can keep their catalogs in one database.  Ranges of the C-collated
     path, with the site's path as literals (Zope ids hold no quotes; they
@@ -74,7 +74,7 @@ def _overlay(pending: Pending, site: str) -> tuple[str, list]:
     cleared_idx = committed[idx] if committed[idx] != "o.idx" else None
     sql = _OVERLAY.format(
         name=CATALOG_ROWS,
-        committed_scope=f" AND {_site_scope(site, 'o.path')}" if site else "",
+        committed_scope=f" AND {site_scope(site, 'o.path')}" if site else "",
         pending_scope=f" WHERE starts_with(p.path || '/', {text_literal(site + '/')})" if site else "",
         committed=", ".join(
             [*(f"{committed[c]} AS {c.name}" for c in row.COLUMNS), row.typed_select_sql(cleared_idx, "o")]
@@ -107,7 +107,7 @@ def catalog_sql(sql: str, pending: Pending | None, site: str = "") -> tuple[str,
 @lru_cache(maxsize=64)
 def _committed(site: str) -> str:
     """The head of a statement over the committed rows of the site at *site*."""
-    return _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {_site_scope(site, 'path')}" if site else "")
+    return _TABLE.format(name=CATALOG_ROWS, scope=f" WHERE {site_scope(site, 'path')}" if site else "")
 
 
 def pending_texts(pending: Pending | None, zoids: Iterable[int]) -> dict:

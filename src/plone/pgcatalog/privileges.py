@@ -63,6 +63,8 @@ GRANT SELECT ON pgjsonb_schema_state, pgcatalog_schema TO {role};
 GRANT SELECT, UPDATE ON pgcatalog_counter TO {role};
 GRANT SELECT, INSERT, UPDATE ON pgcatalog_text_stats TO {role};
 GRANT SELECT, INSERT ON pgcatalog_words TO {role};
+GRANT SELECT, INSERT, DELETE ON pgcatalog_changes, pgcatalog_commits TO {role};
+GRANT UPDATE ON pgcatalog_commits TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """
@@ -70,7 +72,8 @@ GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcat
 searches, content changes and their catalog rows (a commit updates
 ``object_state`` and ``pgcatalog_counter``; the text statistics trigger inserts
 and updates ``pgcatalog_text_stats``, the lexicon's inserts new words into
-``pgcatalog_words``), rebuilds,
+``pgcatalog_words``, the change log's into ``pgcatalog_changes`` and
+``pgcatalog_commits``, and deletes what it no longer keeps), rebuilds,
 verify and repair, and zodb-pgjsonb's pack (a temporary table, deletes) and
 undo (the same tables)."""
 
@@ -79,6 +82,7 @@ SEARCH_GRANTS = """\
 GRANT CONNECT ON DATABASE {database} TO {role};
 GRANT USAGE ON SCHEMA {schema} TO {role};
 GRANT SELECT ON object_state, pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words TO {role};
+GRANT SELECT ON pgcatalog_changes, pgcatalog_commits TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """

@@ -17,6 +17,7 @@ and statistics on every expression give the planner real row counts.
 from __future__ import annotations
 
 from plone.pgcatalog import registry as r
+from plone.pgcatalog import row
 from functools import lru_cache
 from typing import Any
 from plone.pgcatalog.row import column_ddl
@@ -55,7 +56,7 @@ __all__ = [
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
@@ -68,7 +69,10 @@ what they changed, and counts stand while what they read is unchanged
 (``NOTE_CHANGES``, applied when Zope starts); 7: each text index's words
 are kept in ``pgcatalog_words`` (:data:`LEXICON`; the run-time role
 needs INSERT on it: grant it again); 8: rows keep the text their
-SearchableText was made of (``indexed_text``), which snippets quote."""
+SearchableText was made of (``indexed_text``), which snippets quote; 9:
+the change log (``CHANGE_LOG``: the run-time role needs INSERT and
+DELETE on ``pgcatalog_changes`` and ``pgcatalog_commits``, UPDATE on the
+latter: grant it again), from which facet counts are brought up to date."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -117,6 +121,7 @@ CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CAT
 {HOT_KEYS_INDEX};
 {TEXT_STATISTICS}
 {LEXICON}
+{CHANGE_LOG}
 {NOTE_CHANGES}"""
 
 
@@ -406,6 +411,38 @@ END $$;
 """
 
 
+# The change log: each catalog row a commit changes, as it was before,
+# so that an answer made at one commit is brought up to date by reading
+# only what changed since (facet counts: plone.pgcatalog.changes).  The
+# note trigger below logs a row's searched columns (or only its zoid:
+# it was no catalog row) under the transaction's id; the commit's stamp
+# writes which counter value that id got.  The log holds the last
+# LOG_KEPT commits, complete for those after pgcatalog_counter.logged_from:
+# a transaction that changes more than LOG_LIMIT rows, or notes every
+# change (NOTE_EVERYTHING: a rebuild, an undo, new indexes), logs no
+# more and moves logged_from to its own commit.
+LOG = "pgcatalog_changes"
+COMMITS = "pgcatalog_commits"
+LOG_KEPT = 1000
+LOG_LIMIT = 1000
+LOGGED = tuple((c.name, c.declared) for c in (*row.COLUMNS, *row.TYPED) if getattr(c, "overlaid", True))
+"""The columns of a catalog row the log keeps: those searches read."""
+_LOGGED_NAMES = ", ".join(name for name, _ in LOGGED)
+_LOGGED_OLD = ", ".join(f"OLD.{name}" for name, _ in LOGGED)
+_LOGGED_COLUMNS = ",\n".join(f"    ADD COLUMN IF NOT EXISTS {name} {declared}" for name, declared in LOGGED)
+CHANGE_LOG = f"""
+CREATE TABLE IF NOT EXISTS {LOG} (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    zoid BIGINT NOT NULL);
+ALTER TABLE {LOG}
+{_LOGGED_COLUMNS};
+CREATE INDEX IF NOT EXISTS {LOG}_xid ON {LOG} (xid);
+CREATE TABLE IF NOT EXISTS {COMMITS} (counter BIGINT PRIMARY KEY, xid xid8 NOT NULL);
+ALTER TABLE pgcatalog_counter ADD COLUMN IF NOT EXISTS logged_from BIGINT;
+UPDATE pgcatalog_counter SET logged_from = value WHERE id = 1 AND logged_from IS NULL;"""
+
+
 # What a transaction changed of what searches read, for the counts that
 # stand while what they read is unchanged (counts.py).  Each row written
 # notes, in a setting local to the transaction (no row version per
@@ -436,7 +473,21 @@ CREATE OR REPLACE FUNCTION pgcatalog_note_changes() RETURNS trigger LANGUAGE plp
 DECLARE
     noted text[] := string_to_array(NULLIF(current_setting('pgcatalog.changed', true), ''), ' ');
     changed text[];
+    logged integer;
 BEGIN
+    IF COALESCE(current_setting('pgcatalog.unlogged', true), '') <> 'yes' THEN
+        logged := COALESCE(NULLIF(current_setting('pgcatalog.logged', true), ''), '0')::integer + 1;
+        IF logged > {LOG_LIMIT} THEN
+            PERFORM set_config('pgcatalog.unlogged', 'yes', true);  -- (reading it costs as much as every row)
+        ELSE
+            PERFORM set_config('pgcatalog.logged', logged::text, true);
+            IF TG_OP = 'INSERT' OR OLD.idx IS NULL THEN
+                INSERT INTO {LOG} (zoid) VALUES (NEW.zoid);  -- not a catalog row before
+            ELSE
+                INSERT INTO {LOG} (zoid, {_LOGGED_NAMES}) VALUES (OLD.zoid, {_LOGGED_OLD});
+            END IF;
+        END IF;
+    END IF;
     IF '#' = ANY(noted) THEN
         RETURN NULL;  -- every count is made again anyway
     ELSIF TG_OP <> 'UPDATE' OR (OLD.idx IS NULL) <> (NEW.idx IS NULL) OR OLD.path IS DISTINCT FROM NEW.path THEN
@@ -459,6 +510,7 @@ END $$;
 CREATE OR REPLACE FUNCTION pgcatalog_stamp() RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     bump integer := CASE WHEN current_setting('pgcatalog.stamped', true) = 'yes' THEN 0 ELSE 1 END;
+    stamped_at bigint;
 BEGIN
     UPDATE pgcatalog_counter
        SET value = value + bump,
@@ -467,7 +519,18 @@ BEGIN
                  FROM unnest(string_to_array('* ' || COALESCE(current_setting('pgcatalog.changed', true), ''), ' '))
                       AS name
                 WHERE name <> '')
-     WHERE id = 1;
+     WHERE id = 1
+    RETURNING value INTO stamped_at;
+    INSERT INTO {COMMITS} VALUES (stamped_at, pg_current_xact_id())
+        ON CONFLICT (counter) DO UPDATE SET xid = EXCLUDED.xid;  -- (a database put back from a copy)
+    IF current_setting('pgcatalog.unlogged', true) = 'yes' THEN
+        UPDATE pgcatalog_counter SET logged_from = stamped_at WHERE id = 1;
+    END IF;
+    IF bump = 1 AND stamped_at % 64 = 0 THEN  -- the log keeps the last LOG_KEPT commits
+        DELETE FROM {COMMITS} WHERE counter <= stamped_at - {LOG_KEPT};
+        DELETE FROM {LOG} WHERE xid < (SELECT min(xid) FROM {COMMITS});
+        UPDATE pgcatalog_counter SET logged_from = greatest(logged_from, stamped_at - {LOG_KEPT}) WHERE id = 1;
+    END IF;
     PERFORM set_config('pgcatalog.changed', '', true);
     PERFORM set_config('pgcatalog.stamped', 'yes', true);
 END $$;
@@ -487,9 +550,10 @@ END $$;
 )
 
 
-NOTE_EVERYTHING = "SELECT set_config('pgcatalog.changed', '#', true)"
+NOTE_EVERYTHING = "SELECT set_config('pgcatalog.changed', '#', true), set_config('pgcatalog.unlogged', 'yes', true)"
 """Before :data:`BUMP_COUNTER`: every count is to be made again (an undo,
-a rebuild, new indexes)."""
+a rebuild, new indexes), and the change log (:data:`CHANGE_LOG`) starts
+again after this commit."""
 
 BUMP_COUNTER = "SELECT pgcatalog_stamp()"
 """Once per transaction that changes the catalog: ZCatalog's ``getCounter``

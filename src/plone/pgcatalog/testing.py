@@ -27,6 +27,7 @@ from plone.app.testing import PloneFixture
 from plone.app.testing.layers import IntegrationTesting
 from plone.testing import Layer
 from plone.testing import zca
+from plone.pgcatalog.schema import NOTE_EVERYTHING
 from plone.testing import zope
 from psycopg import conninfo
 from zope.configuration import xmlconfig
@@ -42,7 +43,14 @@ import ZODB
 
 TEST_DSN_ENV = "PGCATALOG_TEST_DSN"
 
-SNAPSHOT_TABLES = ("transaction_log", "object_state", "blob_state", "pgcatalog_counter")
+SNAPSHOT_TABLES = (
+    "transaction_log",
+    "object_state",
+    "blob_state",
+    "pgcatalog_counter",
+    "pgcatalog_changes",
+    "pgcatalog_commits",
+)
 HISTORY_TABLES = ("object_history", "pack_state")
 
 
@@ -150,6 +158,7 @@ class Snapshot:
     def restore(self, db: ZODB.DB) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             with conn.transaction():
+                conn.execute(NOTE_EVERYTHING)  # (nothing for the change log)
                 for table in reversed(self.tables):
                     conn.execute(f"DELETE FROM {table}")
                 for table in self.tables:

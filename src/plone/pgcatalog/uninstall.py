@@ -164,7 +164,8 @@ def _drop_sql(objects: list[str]) -> str:
             "pgcatalog_note_changes(), pgcatalog_stamp_noted(), pgcatalog_stamp(), "
             "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text), "
             "pgcatalog_occurrences(tsvector, text, tsquery)",
-            "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words, pgcatalog_schema",
+            "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words, pgcatalog_schema, "
+            "pgcatalog_changes, pgcatalog_commits",
         ]
     )
 

@@ -1,0 +1,84 @@
+"""What changed in the catalog since a commit, read from the change log
+(``schema.CHANGE_LOG``), so that an answer summed over the rows a WHERE
+matches is brought up to date instead of summed again over every row.
+
+An answer made at commit *A* (a facet's counts: :mod:`~plone.pgcatalog.facets`)
+is a sum of each matching row's part.  Between *A* and now only the rows
+the log names changed: the answer now is the one at *A*, plus the parts
+of those rows as they are, minus the parts of the same rows as they were
+at *A* (the first version the log kept of each after *A*; none for a row
+that was no catalog row then).  A statement reads them as *signed rows*
+(:func:`signed_rows`): 1 for a row as it is, -1 for a row as it was.  Where
+the log cannot tell (*A* is older than what it keeps, the database was
+put back from a copy, a rebuild or an undo came between, a WHERE reads
+other rows in a subquery), every matching row is read, signed 1.
+
+*A* is named by its stamp (``"<counter>.<transaction id>"``, the ``*``
+stamp of ``pgcatalog_counter``), which no other commit ever has.
+"""
+
+from __future__ import annotations
+
+from plone.pgcatalog.overlay import site_scope
+from plone.pgcatalog.schema import CATALOG_ROWS
+from plone.pgcatalog.schema import COMMITS
+from plone.pgcatalog.schema import LOG
+from plone.pgcatalog.schema import LOGGED
+from plone.pgcatalog.schema import ROWS
+
+
+__all__ = ["ALL", "NONE", "SINCE", "SOME", "signed_rows"]
+
+SINCE = "pgcatalog_since"
+"""The statement's row of what changed since *A*: ``changed`` (one of
+:data:`NONE`, :data:`SOME`, :data:`ALL`) and ``stamp``, the stamp of now."""
+CHANGED = "pgcatalog_changed"
+
+NONE, SOME, ALL = "none", "some", "all"
+"""Nothing changed (the answer at *A* stands); the log names what changed
+(the signed rows are the changed ones); the answer is made again (every
+matching row, signed 1)."""
+
+_SINCE_SQL = f"""{SINCE} AS MATERIALIZED (
+SELECT c.stamps->>'*' AS stamp, c.value, a.counter AS since,
+       CASE WHEN a.stamp IS NULL THEN '{ALL}'
+            WHEN c.stamps->>'*' = a.stamp THEN '{NONE}'
+            WHEN a.logged AND a.counter >= c.logged_from
+                 AND EXISTS (SELECT FROM {COMMITS} m WHERE m.counter = a.counter AND m.xid::text = a.xid)
+            THEN '{SOME}'
+            ELSE '{ALL}' END AS changed
+  FROM pgcatalog_counter c,
+       (SELECT s AS stamp, split_part(s, '.', 1)::bigint AS counter, split_part(s, '.', 2) AS xid, l AS logged
+          FROM (SELECT %s::text, %s::boolean) AS p(s, l)) AS a
+ WHERE c.id = 1),
+{CHANGED} AS MATERIALIZED (
+SELECT DISTINCT ON (l.zoid) l.zoid, {", ".join(f"l.{name}" for name, _ in LOGGED)}
+  FROM {SINCE} s
+  JOIN {COMMITS} m ON m.counter > s.since AND m.counter <= s.value
+  JOIN {LOG} l ON l.xid = m.xid
+ WHERE s.changed = '{SOME}'
+ ORDER BY l.zoid, l.id)"""
+
+
+def signed_rows(
+    columns: str, where: str, params: list, site: str, stamp: str | None
+) -> tuple[str, str, list]:
+    """The rows that bring an answer made at the commit stamped *stamp*
+    (None: none was made) up to date: ``SELECT columns, sign`` of the
+    catalog rows (of the site at path *site*) that match *where*, with
+    *params* (those of *columns*, then those of *where*).
+
+    Returns the statement's first common table expressions (:data:`SINCE`
+    and the changed rows), the signed rows' SELECT, and the parameters of
+    both in order."""
+    logged = CATALOG_ROWS not in columns + where  # (a subquery reading other rows)
+    old = f"SELECT * FROM {CHANGED} WHERE idx IS NOT NULL" + (
+        f" AND {site_scope(site, 'path')}" if site else ""
+    )
+    select = (
+        f"SELECT {columns}, 1 AS sign FROM {ROWS} WHERE {where} AND (SELECT changed FROM {SINCE}) = '{ALL}'\n"
+        f"UNION ALL\nSELECT {columns}, 1 FROM {ROWS} WHERE {where} "
+        f"AND object_state.zoid = ANY(ARRAY(SELECT zoid FROM {CHANGED}))\n"
+        f"UNION ALL\nSELECT {columns}, -1 FROM ({old}) AS object_state WHERE {where}"
+    )
+    return _SINCE_SQL, select, [stamp, logged, *params, *params, *params]
