@@ -178,7 +178,7 @@ class FacetCountsTest(BothSitesTestCase):
         self.assertEqual(counts, catalog.facetCounts(["Subject"])["Subject"].counts)
         # what is answered is what was remembered: put something else there
         key, (stamp, _) = facets._remembered.items()[-1]
-        facets._remembered.put(key, stamp, facets._Tally({(0, '"remembered"'): 7}, (7,)))
+        facets._remembered.put(key, stamp, (None, facets._Tally({(0, '"remembered"'): 7}, (7,))))
         self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, {"remembered": 7})
         pg["item-001"].setTitle("A new title")
         pg["item-001"].reindexObject()
@@ -256,6 +256,55 @@ class FacetCountsTest(BothSitesTestCase):
         finally:
             facets.read = real_read
         self.assertGreater(changed.count("some"), 30)
+
+    def test_counts_follow_the_minute_of_the_effective_range(self):
+        """Counts made at one minute of the effective range are brought to
+        another by the items that began or ended between the two, without
+        a commit: the same as counted again, forward and back."""
+        from plone.pgcatalog import facets
+
+        pg = self.sites[0]
+        setSite(pg)
+        login(pg.aq_parent, SITE_OWNER_NAME)
+        then = DateTime("2031/05/01 10:00:00 UTC")
+        starting, ending = pg["item-003"], pg["item-004"]
+        starting.setEffectiveDate(then + 5 / 1440.0)
+        starting.setSubject(["starting"])
+        starting.reindexObject()
+        ending.setEffectiveDate(then - 1)
+        ending.setExpirationDate(then + 5 / 1440.0)
+        ending.setSubject(["ending"])
+        ending.reindexObject()
+        transaction.commit()
+        changed = []
+        real_read = facets.read
+
+        def read(*args, **kw):
+            rows = real_read(*args, **kw)
+            changed.extend(row[1].split(" ")[0] for row in rows if row[0] == facets._SINCE_ROW)
+            return rows
+
+        def counted(moment, again=False):
+            if again:
+                facets._remembered.clear()
+            found = pg.portal_catalog.facetCounts(["Subject", "portal_type"], effectiveRange=moment)
+            return as_found(found)
+
+        facets.read = read
+        try:
+            at_then = counted(then)
+            self.assertIn("ending", at_then["Subject"][0])
+            self.assertNotIn("starting", at_then["Subject"][0])
+            for moment in (then + 10 / 1440.0, then, then + 2, then + 1 / 1440.0):
+                kept = counted(moment)
+                self.assertEqual(kept, counted(moment, again=True), moment)
+                counted(moment)
+        finally:
+            facets.read = real_read
+        later = counted(then + 10 / 1440.0)
+        self.assertIn("starting", later["Subject"][0])
+        self.assertNotIn("ending", later["Subject"][0])
+        self.assertEqual(changed.count("some"), 4)
 
     def test_bad_facets_fail_clearly(self):
         pg = self.sites[0]

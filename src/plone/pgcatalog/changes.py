@@ -19,7 +19,9 @@ stamp of ``pgcatalog_counter``), which no other commit ever has.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from plone.pgcatalog.overlay import site_scope
+from plone.pgcatalog.registry import OPEN_END
 from plone.pgcatalog.schema import CATALOG_ROWS
 from plone.pgcatalog.schema import COMMITS
 from plone.pgcatalog.schema import LOG
@@ -27,29 +29,48 @@ from plone.pgcatalog.schema import LOGGED
 from plone.pgcatalog.schema import ROWS
 
 
-__all__ = ["ALL", "NONE", "SINCE", "SOME", "signed_rows"]
+__all__ = ["ALL", "NONE", "SINCE", "SOME", "Moment", "signed_rows"]
 
 SINCE = "pgcatalog_since"
 """The statement's row of what changed since *A*: ``changed`` (one of
 :data:`NONE`, :data:`SOME`, :data:`ALL`) and ``stamp``, the stamp of now."""
 CHANGED = "pgcatalog_changed"
+TIMED = "pgcatalog_timed"
 
 NONE, SOME, ALL = "none", "some", "all"
 """Nothing changed (the answer at *A* stands); the log names what changed
 (the signed rows are the changed ones); the answer is made again (every
 matching row, signed 1)."""
 
+
+@dataclass(frozen=True)
+class Moment:
+    """A statement's effective range criterion (``start <= minute AND end
+    >= minute``, as ``searchResults`` adds it for who may not see inactive
+    items), whose minute moves between an answer and the next: the rows
+    whose start or end lies between the two minutes count again too."""
+
+    start: str  # the range's SQL expressions
+    end: str
+    then: int | None  # the minute of the answer brought up to date
+    now: int
+
+    def sql(self) -> str:
+        return f"COALESCE({self.start} <= %s AND {self.end} >= %s, false)"
+
+
 _SINCE_SQL = f"""{SINCE} AS MATERIALIZED (
 SELECT c.stamps->>'*' AS stamp, c.value, a.counter AS since,
        CASE WHEN a.stamp IS NULL THEN '{ALL}'
-            WHEN c.stamps->>'*' = a.stamp THEN '{NONE}'
+            WHEN c.stamps->>'*' = a.stamp THEN CASE WHEN a.moved THEN '{SOME}' ELSE '{NONE}' END
             WHEN a.logged AND a.counter >= c.logged_from
                  AND EXISTS (SELECT FROM {COMMITS} m WHERE m.counter = a.counter AND m.xid::text = a.xid)
             THEN '{SOME}'
             ELSE '{ALL}' END AS changed
   FROM pgcatalog_counter c,
-       (SELECT s AS stamp, split_part(s, '.', 1)::bigint AS counter, split_part(s, '.', 2) AS xid, l AS logged
-          FROM (SELECT %s::text, %s::boolean) AS p(s, l)) AS a
+       (SELECT s AS stamp, split_part(s, '.', 1)::bigint AS counter, split_part(s, '.', 2) AS xid,
+               l AS logged, m AS moved
+          FROM (SELECT %s::text, %s::boolean, %s::boolean) AS p(s, l, m)) AS a
  WHERE c.id = 1),
 {CHANGED} AS MATERIALIZED (
 SELECT DISTINCT ON (l.zoid) l.zoid, {", ".join(f"l.{name}" for name, _ in LOGGED)}
@@ -59,26 +80,53 @@ SELECT DISTINCT ON (l.zoid) l.zoid, {", ".join(f"l.{name}" for name, _ in LOGGED
  WHERE s.changed = '{SOME}'
  ORDER BY l.zoid, l.id)"""
 
+# the rows whose start or end lies between two minutes (%s: the earlier,
+# the later, twice); an end is looked up only where one was set (see
+# schema.EXPIRING)
+_TIMED_SQL = f"""{TIMED} AS MATERIALIZED (
+SELECT object_state.zoid FROM {ROWS}
+ WHERE (SELECT changed FROM {SINCE}) = '{SOME}'
+   AND (({{start}} > %s AND {{start}} <= %s) OR ({{end}} >= %s AND {{end}} < %s AND {{end}} < {OPEN_END})))"""
+
 
 def signed_rows(
-    columns: str, where: str, params: list, site: str, stamp: str | None
+    columns: str, where: str, params: list, site: str, stamp: str | None, moment: Moment | None = None
 ) -> tuple[str, str, list]:
     """The rows that bring an answer made at the commit stamped *stamp*
     (None: none was made) up to date: ``SELECT columns, sign`` of the
-    catalog rows (of the site at path *site*) that match *where*, with
-    *params* (those of *columns*, then those of *where*).
+    catalog rows (of the site at path *site*) that match *where* (and the
+    *moment*'s criterion, at its minute then for the rows as they were,
+    now for the rows as they are), with *params* (those of *columns*, then
+    those of *where*).
 
     Returns the statement's first common table expressions (:data:`SINCE`
     and the changed rows), the signed rows' SELECT, and the parameters of
     both in order."""
     logged = CATALOG_ROWS not in columns + where  # (a subquery reading other rows)
-    old = f"SELECT * FROM {CHANGED} WHERE idx IS NOT NULL" + (
+    moved = moment is not None and moment.then is not None and moment.then != moment.now
+    head, head_params = _SINCE_SQL, [stamp, logged, moved]
+    changed = f"SELECT zoid FROM {CHANGED}"
+    was, now = params, params
+    gone = f"SELECT * FROM {CHANGED} WHERE idx IS NOT NULL" + (
         f" AND {site_scope(site, 'path')}" if site else ""
     )
+    if moment is not None:
+        where = f"{where} AND {moment.sql()}"
+        now = [*params, moment.now, moment.now]
+        was = [*params, moment.then, moment.then] if moment.then is not None else now
+        if moved:
+            lo, hi = sorted((moment.then, moment.now))
+            head += ",\n" + _TIMED_SQL.format(start=moment.start, end=moment.end)
+            head_params += [lo, hi, lo, hi]
+            changed += f" UNION SELECT zoid FROM {TIMED}"
+            logged_names = ", ".join(name for name, _ in LOGGED)
+            gone += (
+                f" UNION ALL SELECT zoid, {logged_names} FROM {ROWS} WHERE object_state.zoid = "
+                f"ANY(ARRAY(SELECT zoid FROM {TIMED} EXCEPT SELECT zoid FROM {CHANGED}))"
+            )
     select = (
         f"SELECT {columns}, 1 AS sign FROM {ROWS} WHERE {where} AND (SELECT changed FROM {SINCE}) = '{ALL}'\n"
-        f"UNION ALL\nSELECT {columns}, 1 FROM {ROWS} WHERE {where} "
-        f"AND object_state.zoid = ANY(ARRAY(SELECT zoid FROM {CHANGED}))\n"
-        f"UNION ALL\nSELECT {columns}, -1 FROM ({old}) AS object_state WHERE {where}"
+        f"UNION ALL\nSELECT {columns}, 1 FROM {ROWS} WHERE {where} AND object_state.zoid = ANY(ARRAY({changed}))\n"
+        f"UNION ALL\nSELECT {columns}, -1 FROM ({gone}) AS object_state WHERE {where}"
     )
-    return _SINCE_SQL, select, [stamp, logged, *params, *params, *params]
+    return head, select, [*head_params, *now, *now, *was]

@@ -26,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import replace
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.changes import Moment
 from plone.pgcatalog.changes import NONE
 from plone.pgcatalog.changes import SINCE
 from plone.pgcatalog.changes import signed_rows
@@ -56,6 +58,7 @@ __all__ = ["Facet", "facet_counts"]
 VALUE_KINDS = (r.FIELD, r.KEYWORD, r.BOOLEAN)
 
 _ROWS = "pgcatalog_facet_rows"
+_MOMENT = "effectiveRange"  # (searchResults adds it for who may not see inactive items)
 # the rows of the statement that are not a value's count
 _SINCE_ROW, _TOTALS_ROW = -1, -2
 
@@ -93,6 +96,14 @@ def facet_counts(
     compiled(query)  # a bad criterion fails as the search would
     own = {index.name: criterion_keys(query, index) for index in named}
     shared = {key: value for key, value in query.items() if not any(key in keys for keys in own.values())}
+    # the effective range's minute moves: its criterion goes last, its
+    # minute is no part of what identifies the counts (see changes.Moment)
+    moment = None
+    if _MOMENT in shared and getattr(defs.get(_MOMENT), "kind", None) == r.DATE_RANGE:
+        at = compiled({_MOMENT: shared.pop(_MOMENT)})
+        if at is None:
+            return {index.name: Facet({}, 0) for index in named}
+        moment = Moment(*defs[_MOMENT].range_expressions(), None, at[1][0])
     common = compiled(shared)
     if common is None:
         return {index.name: Facet({}, 0) for index in named}
@@ -122,17 +133,25 @@ def facet_counts(
 
     params += where_params
     counts_sql = _counts_sql(named, facets, criteria)
+    moment_sql = "" if moment is None else f" AND {moment.sql()}"
     key = unchanged_key(
-        catalog.tool, catalog.site, statement_key(f"{', '.join(columns)} WHERE {where}", params)
+        catalog.tool, catalog.site, statement_key(f"{', '.join(columns)} WHERE {where}{moment_sql}", params)
     )
     if key is None:  # this transaction's own changes count
-        sql = f"WITH {_ROWS} AS MATERIALIZED (SELECT {', '.join(columns)}, 1 AS sign FROM {ROWS} WHERE {where})\n"
+        sql = f"WITH {_ROWS} AS MATERIALIZED (SELECT {', '.join(columns)}, 1 AS sign FROM {ROWS} WHERE {where}{moment_sql})\n"
+        params += [moment.now, moment.now] if moment is not None else []
         return _facets(named, facets, _tally(read(catalog.tool, sql + counts_sql, params, site=catalog.site)))
-    # the counts this process remembers, brought up to date by the rows
-    # changed since they were made (see changes)
+    # the counts this process remembers (at a commit, and a minute), brought
+    # up to date by the rows changed since they were made (see changes)
     known = _remembered.get(key)
+    then = known[1][0] if known else None
     since, signed, signed_params = signed_rows(
-        ", ".join(columns), where, params, catalog.site, known[0] if known else None
+        ", ".join(columns),
+        where,
+        params,
+        catalog.site,
+        known[0] if known else None,
+        None if moment is None else replace(moment, then=then),
     )
     sql = (
         f"WITH {since},\n{_ROWS} AS MATERIALIZED ({signed})\n"
@@ -142,11 +161,11 @@ def facet_counts(
     changed, stamp = next(row[1] for row in rows if row[0] == _SINCE_ROW).split(" ")
     tally = _tally(row for row in rows if row[0] != _SINCE_ROW)
     if changed == NONE:
-        tally = known[1]
+        tally = known[1][1]
     elif changed == SOME:
-        tally = known[1].plus(tally)
+        tally = known[1][1].plus(tally)
     if stamp:
-        _remembered.put(key, stamp, tally)
+        _remembered.put(key, stamp, (moment and moment.now, tally))
     return _facets(named, facets, tally)
 
 

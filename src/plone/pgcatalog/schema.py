@@ -119,6 +119,7 @@ CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text ON object_state USING gin (
 ALTER INDEX pgcatalog_searchable_text SET ({GIN_OPTION});  -- (built before schema version 6)
 CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CATALOGED};
 {HOT_KEYS_INDEX};
+{EXPIRING};
 {TEXT_STATISTICS}
 {LEXICON}
 {CHANGE_LOG}
@@ -147,6 +148,14 @@ GIN_OPTIONS = f"WITH ({GIN_OPTION})"
 HOT_KEYS_INDEX = (
     "CREATE INDEX IF NOT EXISTS pgcatalog_hot_keys ON object_state (portal_type, review_state, zoid) "
     "INCLUDE (allowed_roles_and_users, effective_start, effective_end, path) WHERE portal_type IS NOT NULL"
+)
+
+
+# The items that expire, by their end: few on most sites, and what counts
+# brought up to date from one minute to the next look up (changes.Moment)
+EXPIRING = (
+    "CREATE INDEX IF NOT EXISTS pgcatalog_expiring ON object_state (effective_end) "
+    f"WHERE effective_end < {r.OPEN_END}"
 )
 
 
