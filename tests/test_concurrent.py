@@ -288,11 +288,13 @@ class EditorsTest(CatalogTestCase):
         transaction.begin()
         report = verify(self.catalog)
         self.assertTrue(report.ok, report.summary())
-        self.assertGreater(report.rows, 12)
-        # the rows are the content: nothing lost, nothing phantom
+        # the rows are the content: nothing lost, nothing phantom (creates
+        # and deletes are as likely: how many stay depends on who conflicts)
         paths = {b.getPath() for b in self.catalog(path="/plone", sort_on="path")}
         walked = {"/plone"} | {"/".join(o.getPhysicalPath()) for o in walk(self.portal)}
         self.assertEqual(paths, walked)
+        self.assertEqual(report.rows, len(walked))
+        self.assertGreater(len(walked), 4)  # documents beside the site and its three folders
         self.assertLess(failed, self.WORKERS * self.TRANSACTIONS / 2)
         print(
             f"\n{self.WORKERS * self.TRANSACTIONS} transactions, {conflicts} conflicts, {failed} given up",
