@@ -441,7 +441,7 @@ _LOGGED_OLD = ", ".join(f"OLD.{name}" for name, _ in LOGGED)
 _LOGGED_COLUMNS = ",\n".join(f"    ADD COLUMN IF NOT EXISTS {name} {declared}" for name, declared in LOGGED)
 CHANGE_LOG = f"""
 CREATE TABLE IF NOT EXISTS {LOG} (
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id BIGINT GENERATED ALWAYS AS IDENTITY,  -- (the order of a row's versions: no index needed)
     xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
     zoid BIGINT NOT NULL);
 ALTER TABLE {LOG}
