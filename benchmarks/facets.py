@@ -81,9 +81,9 @@ def our_counts(catalog, query: dict, spec: dict) -> dict:
 
 
 # What happens between two timed counts (untimed), as a busy site has it:
-# nothing; an editor's committed title change (counts read nothing it
-# changes, so plone.pgcatalog answers from the counts it remembers); a
-# committed subject change (a facet's values changed: counted again).
+# nothing; an editor's committed title change; a committed subject change
+# (a facet's values changed).  plone.pgcatalog brings the counts it
+# remembers up to date from the rows the commit changed (changes.py).
 BETWEEN = ("nothing", "a title edited", "a subject edited")
 
 
