@@ -90,7 +90,13 @@ SELECT object_state.zoid FROM {ROWS}
 
 
 def signed_rows(
-    columns: str, where: str, params: list, site: str, stamp: str | None, moment: Moment | None = None
+    columns: str,
+    where: str,
+    params: list,
+    site: str,
+    stamp: str | None,
+    moment: Moment | None = None,
+    custom: bool = False,
 ) -> tuple[str, str, list]:
     """The rows that bring an answer made at the commit stamped *stamp*
     (None: none was made) up to date: ``SELECT columns, sign`` of the
@@ -101,10 +107,16 @@ def signed_rows(
 
     Returns the statement's first common table expressions (:data:`SINCE`
     and the changed rows), the signed rows' SELECT, and the parameters of
-    both in order."""
-    logged = CATALOG_ROWS not in columns + where  # (a subquery reading other rows)
+    both in order.  *custom*: an add-on's index kind wrote some of the
+    SQL, which may read columns the log does not keep: counted again after
+    any change."""
     moved = moment is not None and moment.then is not None and moment.then != moment.now
-    head, head_params = _SINCE_SQL, [stamp, logged, moved]
+    if custom or CATALOG_ROWS in columns + where:  # (a subquery reading other rows)
+        if moment is not None:
+            where, params = f"{where} AND {moment.sql()}", [*params, moment.now, moment.now]
+        select = f"SELECT {columns}, 1 AS sign FROM {ROWS} WHERE {where} AND (SELECT changed FROM {SINCE}) = '{ALL}'"
+        return _SINCE_SQL, select, [None if moved else stamp, False, False, *params]
+    head, head_params = _SINCE_SQL, [stamp, True, moved]
     changed = f"SELECT zoid FROM {CHANGED}"
     was, now = params, params
     gone = f"SELECT * FROM {CHANGED} WHERE idx IS NOT NULL" + (

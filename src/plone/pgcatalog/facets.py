@@ -152,6 +152,7 @@ def facet_counts(
         catalog.site,
         known[0] if known else None,
         None if moment is None else replace(moment, then=then),
+        custom=any(index.custom for name, index in defs.items() if name in query or name in facets),
     )
     sql = (
         f"WITH {since},\n{_ROWS} AS MATERIALIZED ({signed})\n"
