@@ -18,6 +18,7 @@ from plone.pgcatalog.schema import LOG_LIMIT
 from Products.ZCatalog.ZCatalog import CatalogError
 from zope.component.hooks import setSite
 
+import contextlib
 import psycopg
 import random
 import transaction
@@ -206,7 +207,7 @@ class FacetCountsTest(BothSitesTestCase):
         with psycopg.connect(storage_dsn(catalog)) as conn:
             conn.execute("SELECT set_config('pgcatalog.logged', %s, true)", (str(LOG_LIMIT),))
             conn.execute(
-                "UPDATE object_state SET idx = idx || '{\"Title\": \"By hand\"}' WHERE zoid = %s",
+                'UPDATE object_state SET idx = idx || \'{"Title": "By hand"}\' WHERE zoid = %s',
                 (int.from_bytes(pg["item-002"]._p_oid, "big"),),
             )
         transaction.begin()  # (a snapshot after that commit)
@@ -224,20 +225,11 @@ class FacetCountsTest(BothSitesTestCase):
         pg = self.sites[0]
         setSite(pg)
         root = "/".join(pg.getPhysicalPath())
-        changed = []
-        real_read = facets.read
-
-        def read(*args, **kw):
-            rows = real_read(*args, **kw)
-            changed.extend(row[1].split(" ")[0] for row in rows if row[0] == facets._SINCE_ROW)
-            return rows
-
         users = {"anonymous": logout, "manager": lambda: login(pg.aq_parent, SITE_OWNER_NAME)}
         chosen = [query for number, query in enumerate(queries(root)) if number in (0, 2, 3, 5, 7)]
         rng = random.Random(5)
         made = 0
-        facets.read = read
-        try:
+        with watching_changes() as changed:
             for _round in range(6):
                 for _commit in range(rng.randint(1, 3)):
                     login(pg.aq_parent, SITE_OWNER_NAME)
@@ -253,8 +245,6 @@ class FacetCountsTest(BothSitesTestCase):
                         self.assertEqual(kept, again, f"{user}: {query!r}")
                         for key, (stamp, tally) in others:  # (the next round brings them up to date)
                             facets._remembered.put(key, stamp, tally)
-        finally:
-            facets.read = real_read
         self.assertGreater(changed.count("some"), 30)
 
     def test_counts_follow_the_minute_of_the_effective_range(self):
@@ -276,13 +266,6 @@ class FacetCountsTest(BothSitesTestCase):
         ending.setSubject(["ending"])
         ending.reindexObject()
         transaction.commit()
-        changed = []
-        real_read = facets.read
-
-        def read(*args, **kw):
-            rows = real_read(*args, **kw)
-            changed.extend(row[1].split(" ")[0] for row in rows if row[0] == facets._SINCE_ROW)
-            return rows
 
         def counted(moment, again=False):
             if again:
@@ -290,8 +273,7 @@ class FacetCountsTest(BothSitesTestCase):
             found = pg.portal_catalog.facetCounts(["Subject", "portal_type"], effectiveRange=moment)
             return as_found(found)
 
-        facets.read = read
-        try:
+        with watching_changes() as changed:
             at_then = counted(then)
             self.assertIn("ending", at_then["Subject"][0])
             self.assertNotIn("starting", at_then["Subject"][0])
@@ -299,8 +281,6 @@ class FacetCountsTest(BothSitesTestCase):
                 kept = counted(moment)
                 self.assertEqual(kept, counted(moment, again=True), moment)
                 counted(moment)
-        finally:
-            facets.read = real_read
         later = counted(then + 10 / 1440.0)
         self.assertIn("starting", later["Subject"][0])
         self.assertNotIn("ending", later["Subject"][0])
@@ -329,7 +309,30 @@ class FacetCountsTest(BothSitesTestCase):
             catalog.searchResults(Subject={"query": "a", "no_option": 1})
         # values are never SQL
         quoted = {"it's": {"query": "x'; DROP TABLE object_state; --", "range": "min"}}
-        self.assertEqual(catalog.facetCounts({"getId": quoted}, portal_type="Document")["getId"].counts, {"it's": 0})
+        self.assertEqual(
+            catalog.facetCounts({"getId": quoted}, portal_type="Document")["getId"].counts, {"it's": 0}
+        )
+
+
+@contextlib.contextmanager
+def watching_changes():
+    """What each facet statement found changed since its counts were made
+    (``none``, ``some``, ``all``), in order, while the block runs."""
+    from plone.pgcatalog import facets
+
+    changed = []
+    real_read = facets.read
+
+    def read(*args, **kw):
+        rows = real_read(*args, **kw)
+        changed.extend(row[1].split(" ")[0] for row in rows if row[0] == facets._SINCE_ROW)
+        return rows
+
+    facets.read = read
+    try:
+        yield changed
+    finally:
+        facets.read = real_read
 
 
 def _random_edit(site, rng: random.Random, made: int) -> int:
@@ -345,7 +348,9 @@ def _random_edit(site, rng: random.Random, made: int) -> int:
         api.content.transition(obj=obj, transition="retract" if state == "published" else "publish")
     elif kind == "new":
         made += 1
-        new = api.content.create(container=site, type=rng.choice(["Document", "News Item"]), id=f"made-{made}")
+        new = api.content.create(
+            container=site, type=rng.choice(["Document", "News Item"]), id=f"made-{made}"
+        )
         new.setSubject(("fresh", "alpha")[: rng.randint(0, 2)])
         new.reindexObject()
     elif kind == "move":
