@@ -6,8 +6,10 @@ from plone import api
 from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.pgcatalog import connection
-from plone.pgcatalog.connection import get_pool
-from plone.pgcatalog.connection import held_connection
+from plone.pgcatalog import pools
+from plone.pgcatalog import replicas
+from plone.pgcatalog.pools import get_pool
+from plone.pgcatalog.pools import held_connection
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.errors import CatalogUnavailable
 from plone.pgcatalog.errors import SearchTimeout
@@ -20,6 +22,7 @@ import contextlib
 import json
 import os
 import psycopg
+import time
 import transaction
 
 
@@ -48,10 +51,10 @@ class LimitsTest(CatalogTestCase):
         self.dsn = storage_dsn(self.portal)
         api.content.create(container=self.portal, type="Document", id="limits", title="Limits")
         transaction.commit()
-        connection.close_pools()
+        pools.close_pools()
 
     def tearDown(self):
-        connection.close_pools()
+        pools.close_pools()
         setRequest(None)
 
     def search(self):
@@ -98,18 +101,46 @@ class LimitsTest(CatalogTestCase):
                 os.environ["PGCATALOG_STATEMENT_TIMEOUT"] = "0"
                 self.assertEqual(len(self.catalog(SearchableText="limits", getId="limits")), 1)  # 2 s
 
+    def test_full_replica_pool_leaves_the_search_to_the_primary(self):
+        """Replicas' pool full (another worker holds its only connection):
+        the search waits ``replica-wait``, not ``pool-timeout``, and the
+        primary answers it."""
+        env = {
+            "PGCATALOG_READ_DSN": self.dsn,
+            "PGCATALOG_POOL_MAX": "1",
+            "PGCATALOG_POOL_TIMEOUT": "30",
+            "PGCATALOG_REPLICA_WAIT": "200",
+        }
+        expected = ["/".join(self.portal["limits"].getPhysicalPath())]
+        with mock.patch.dict(os.environ, env):
+            pool = get_pool(self.dsn)
+            taken = pool.getconn()
+            try:
+                replicas.forget()
+                started = time.monotonic()
+                self.assertEqual(self.search(), expected)
+                self.assertLess(time.monotonic() - started, 10)
+                self.assertEqual(replicas.STATS["unavailable"], 1)
+            finally:
+                pool.putconn(taken)
+            replicas.forget()
+            self.assertEqual(self.search(), expected)
+            self.assertEqual(replicas.STATS["replica"], 1)
+
     def test_full_pool_fails_clearly(self):
+        """Without a storage to fall back on, a read that waited
+        ``pool-timeout`` for a pooled connection in vain says so."""
         env = {"PGCATALOG_READ_DSN": self.dsn, "PGCATALOG_POOL_MAX": "1", "PGCATALOG_POOL_TIMEOUT": "0.5"}
         with mock.patch.dict(os.environ, env):
             pool = get_pool(self.dsn)
             taken = pool.getconn()  # another worker holds the only connection
             try:
                 with self.assertRaises(CatalogUnavailable) as raised:
-                    self.search()
+                    connection.fetch(object(), "SELECT 1", [])
                 self.assertIn("0.5 s", str(raised.exception))
             finally:
                 pool.putconn(taken)
-            self.assertEqual(self.search(), ["/".join(self.portal["limits"].getPhysicalPath())])
+            self.assertEqual(connection.fetch(object(), "SELECT 1", []), [(1,)])
 
     def test_requests_give_their_connection_back(self):
         """Many requests, each searching on the pool: at the end every

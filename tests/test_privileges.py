@@ -15,10 +15,11 @@ from helpers import Extra
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
-from plone.pgcatalog.connection import close_pools
-from plone.pgcatalog.connection import held_connection
+from plone.pgcatalog import replicas
+from plone.pgcatalog.pools import close_pools
+from plone.pgcatalog.pools import held_connection
 from plone.pgcatalog.connection import READ_DSN_ENV
-from plone.pgcatalog.connection import release_request_connection
+from plone.pgcatalog.pools import release_request_connection
 from plone.pgcatalog.errors import SchemaPrivilegeError
 from plone.pgcatalog.pending import changes_for
 from plone.pgcatalog.privileges import grant_runtime_role
@@ -200,10 +201,13 @@ class SearchTest(RuntimeRoleTestCase):
             grant_search_role(conn, reader)
         dsn = conninfo.make_conninfo(self.owner_dsn, user=reader)
         expected = self.paths(self.catalog)
+        replicas.forget()
         with mock.patch.dict(os.environ, {READ_DSN_ENV: dsn}):
             self.assertEqual(self.paths(self.role_catalog), expected)
             self.assertEqual(held_connection().info.user, reader)
             release_request_connection()
+        # served there: the role may read how far the server has replayed
+        self.assertEqual(set(replicas.STATS), {"replica"})
         with psycopg.connect(dsn, autocommit=True) as conn:
             with self.assertRaises(psycopg.errors.InsufficientPrivilege):
                 conn.execute("UPDATE pgcatalog_counter SET value = value + 1")

@@ -4,6 +4,7 @@ from DateTime.interfaces import DateTimeError
 from helpers import CatalogTestCase
 from plone import api
 from plone.pgcatalog import connection
+from plone.pgcatalog import pools
 from plone.pgcatalog import database
 from plone.pgcatalog import search as search_module
 from plone.pgcatalog.values import array_literal
@@ -252,18 +253,18 @@ class ReadTest(CatalogTestCase):
         setRequest(request)
         with mock.patch.dict(os.environ, {connection.READ_DSN_ENV: connection.storage_dsn(self.portal)}):
             self.catalog(portal_type="Document", sort_limit=1)
-            first = connection.held_connection()
+            first = pools.held_connection()
             self.assertIsNotNone(first)
             self.catalog(portal_type="Folder")
             self.catalog.unrestrictedSearchResults(id="many")
-            self.assertIs(connection.held_connection(), first)
-            pool = connection.get_pool(connection.storage_dsn(self.portal))
+            self.assertIs(pools.held_connection(), first)
+            pool = pools.get_pool(connection.storage_dsn(self.portal))
             with mock.patch.object(pool, "putconn", wraps=pool.putconn) as putconn:
                 notify(PubSuccess(request))
-            self.assertIsNone(connection.held_connection())
+            self.assertIsNone(pools.held_connection())
             putconn.assert_called_once_with(first)  # given back to its pool
         setRequest(None)
-        connection.close_pools()
+        pools.close_pools()
 
     def test_bad_input(self):
         catalog = self.catalog

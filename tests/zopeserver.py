@@ -124,7 +124,7 @@ class ZopeServer:
             try:
                 requests.get(self.url + "/", timeout=5)
                 return
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"Zope did not answer within {timeout} s:\n{self.tail()}")

@@ -5,11 +5,11 @@ search runs on the storage's own connection, inside the REPEATABLE READ
 snapshot the object loads use (catalog and objects agree).  A savepoint
 keeps a failing search from aborting that snapshot.
 
-When no storage connection is at hand, or when searches are routed to a
-separate (read replica) DSN, a psycopg pool serves them: within a request
-one connection is reused by every search and given back at the end of the
-request by an ``IPubEnd`` subscriber; outside a request it is borrowed for
-one search.
+A search that has no storage connection at hand is served by a pool of
+the catalog's own (:mod:`~plone.pgcatalog.pools`).  With replicas
+(``PGCATALOG_READ_DSN``), a search of a transaction that has written
+nothing goes to one that has replayed the request's snapshot, else to the
+primary (:mod:`~plone.pgcatalog.replicas`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ from plone.pgcatalog.errors import SchemaLocked
 from plone.pgcatalog.errors import SearchTimeout
 from plone.pgcatalog.schema import HAS_CATALOG_COLUMNS
 from plone.pgcatalog.schema import SCHEMA_LOCK_TIMEOUT
-from psycopg_pool import ConnectionPool
+from plone.pgcatalog import replicas
+from plone.pgcatalog.pools import get_pool
+from plone.pgcatalog.pools import request_connection
+from plone.pgcatalog.pools import session_fetch
+from plone.pgcatalog.pools import timeout_sql
 from psycopg_pool import PoolTimeout
 
 from weakref import WeakKeyDictionary
@@ -36,20 +40,14 @@ from weakref import WeakKeyDictionary
 import logging
 import os
 import psycopg
-import threading
 import transaction
 
 
 __all__ = [
     "READ_DSN_ENV",
     "change_schema",
-    "close_pools",
     "fetch",
-    "get_pool",
-    "held_connection",
     "jar_of",
-    "release_request_connection",
-    "request_connection",
     "storage_dsn",
     "storage_instance",
 ]
@@ -59,10 +57,6 @@ logger = logging.getLogger("plone.pgcatalog")
 
 
 READ_DSN_ENV = "PGCATALOG_READ_DSN"
-
-_pools: dict[str, ConnectionPool] = {}
-_pools_lock = threading.Lock()
-_local = threading.local()
 
 
 def jar_of(obj: Any) -> Any:
@@ -99,64 +93,6 @@ def _dsn_of(instance) -> str | None:
     return None if instance is None else getattr(instance._main, "_dsn", None)
 
 
-def get_pool(dsn: str) -> ConnectionPool:
-    """The pool of *dsn*, made with the settings of the moment (see
-    :mod:`plone.pgcatalog.settings`): ``pool-max`` connections.  A search
-    waits for one at most ``pool-timeout``, read at each wait."""
-    with _pools_lock:
-        pool = _pools.get(dsn)
-        if pool is None:
-            pool = _pools[dsn] = ConnectionPool(
-                dsn,
-                min_size=1,
-                max_size=settings.pool_max(),
-                timeout=settings.pool_timeout(),
-                kwargs={"autocommit": True},
-                check=ConnectionPool.check_connection,
-                open=True,
-                name="plone.pgcatalog",
-            )
-        return pool
-
-
-def close_pools() -> None:
-    """Close every pool; a connection this thread held from one goes too."""
-    _local.held = None
-    with _pools_lock:
-        for pool in _pools.values():
-            pool.close()
-        _pools.clear()
-
-
-def request_connection(dsn: str) -> psycopg.Connection:
-    """The pooled connection of the current request, checked out once."""
-    held = getattr(_local, "held", None)
-    if held is not None and held[0] == dsn and not held[1].closed:
-        return held[1]
-    release_request_connection()
-    conn = get_pool(dsn).getconn(timeout=settings.pool_timeout())
-    _local.held = (dsn, conn)
-    return conn
-
-
-def release_request_connection(event: Any = None) -> None:
-    """IPubEnd subscriber: give the request's connection back to the pool."""
-    held = getattr(_local, "held", None)
-    if held is None:
-        return
-    _local.held = None
-    dsn, conn = held
-    pool = _pools.get(dsn)
-    if pool is not None:
-        pool.putconn(conn)
-
-
-def held_connection() -> psycopg.Connection | None:
-    """The pooled connection the current thread holds, if any (for tests)."""
-    held = getattr(_local, "held", None)
-    return None if held is None else held[1]
-
-
 def _transaction_of(jar):
     manager = getattr(jar, "transaction_manager", None) or transaction.manager
     return manager.get()
@@ -183,20 +119,11 @@ _savepoints: WeakKeyDictionary = WeakKeyDictionary()
 NO_JIT = "SET LOCAL jit = off"
 GENERIC_PLAN = "SET LOCAL plan_cache_mode = force_generic_plan"
 DEFAULT_PLAN = "SET LOCAL plan_cache_mode TO DEFAULT"
-# The statement timeout each connection's searches run under: per snapshot
-# on the storage's connection, with the plan mode (connection ->
-# (transaction, ms, generic)), per session on the catalog's own; set again
-# only when the setting changes
+# The statement timeout the searches of the storage's connection run under,
+# per snapshot, with the plan mode (connection -> (transaction, ms,
+# generic)); set again only when the setting changes (the catalog's own
+# connections: see plone.pgcatalog.pools)
 _snapshot_settings: WeakKeyDictionary = WeakKeyDictionary()
-_session_timeouts: WeakKeyDictionary = WeakKeyDictionary()
-
-
-def _timeout_sql(timeout: int, scope: str = "LOCAL") -> str:
-    return (
-        f"SET {scope} statement_timeout = {int(timeout)}"
-        if timeout
-        else f"SET {scope} statement_timeout TO DEFAULT"
-    )
 
 
 def _fetch_in_snapshot(
@@ -238,7 +165,7 @@ def _fetch_in_snapshot(
         else:
             with conn.pipeline():
                 if set_timeout:
-                    conn.execute(_timeout_sql(timeout))
+                    conn.execute(timeout_sql(timeout))
                 if set_plan:
                     conn.execute(GENERIC_PLAN if generic else DEFAULT_PLAN)
                 if first:
@@ -265,20 +192,6 @@ def _roll_back(conn: psycopg.Connection) -> None:
         logger.warning("plone.pgcatalog: a failed read ended the storage's snapshot", exc_info=True)
         _savepoints.pop(conn, None)
         conn.execute("ROLLBACK")
-
-
-def _fetch(conn: psycopg.Connection, sql: str, params, timeout: int = 0) -> list[tuple]:
-    """A read on an autocommit connection of the catalog's own (only
-    catalog reads use it): its session's statement timeout is set when the
-    setting changes."""
-    if _session_timeouts.get(conn) != timeout:
-        if conn not in _session_timeouts:
-            conn.execute("SET SESSION jit = off")  # (see NO_JIT)
-        conn.execute(_timeout_sql(timeout, "SESSION"))
-        _session_timeouts[conn] = timeout
-    with conn.cursor(row_factory=tuple_row) as cur:
-        cur.execute(sql, params)
-        return cur.fetchall()
 
 
 def change_schema(obj: Any, sql: str) -> None:
@@ -375,19 +288,25 @@ def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: boo
     jar = jar_of(obj)
     instance = _storage_of(jar)
     timeout = settings.statement_timeout() if guarded else 0
-    conn = instance.pg_connection if instance is not None and not read_dsn else None
+    if read_dsn and instance is not None:
+        tid = replicas.required_tid(jar, instance)
+        if tid is not None:
+            rows = replicas.fetch(read_dsn, sql, params, timeout, tid, _in_request())
+            if rows is not None:
+                return rows
+    conn = instance.pg_connection if instance is not None else None
     if conn is not None and not conn.closed:
         if guarded and conn.info.transaction_status == pq.TransactionStatus.INTRANS:
             return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic, timeout)
-        return _fetch(conn, sql, params, timeout)
-    dsn = read_dsn or _dsn_of(instance)
+        return session_fetch(conn, sql, params, timeout)
+    dsn = read_dsn if instance is None else _dsn_of(instance)
     if dsn is None:
         raise RuntimeError("plone.pgcatalog needs a zodb-pgjsonb storage or PGCATALOG_READ_DSN")
     try:
         if _in_request():
-            return _fetch(request_connection(dsn), sql, params, timeout)
+            return session_fetch(request_connection(dsn), sql, params, timeout)
         with get_pool(dsn).connection(timeout=settings.pool_timeout()) as conn:
-            return _fetch(conn, sql, params, timeout)
+            return session_fetch(conn, sql, params, timeout)
     except PoolTimeout as error:
         _no_connection(dsn, error)
 

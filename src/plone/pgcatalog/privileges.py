@@ -83,6 +83,7 @@ GRANT CONNECT ON DATABASE {database} TO {role};
 GRANT USAGE ON SCHEMA {schema} TO {role};
 GRANT SELECT ON object_state, pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words TO {role};
 GRANT SELECT ON pgcatalog_changes, pgcatalog_commits TO {role};
+GRANT SELECT ON transaction_log TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """

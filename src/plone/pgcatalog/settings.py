@@ -13,6 +13,7 @@ dashes as underscores) when it is set, else from zope.conf::
 | ``statement-timeout`` | milliseconds a search may run before PostgreSQL cancels it (0: no limit) | 5000 |
 | ``pool-max`` | connections of the pool that serves searches off the storage (``PGCATALOG_READ_DSN``) | 10 |
 | ``pool-timeout`` | seconds a search waits for a free pooled connection | 30 |
+| ``replica-wait`` | milliseconds a search waits for a replica to replay what the request saw, before the primary answers it | 100 |
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import os
 
 
-__all__ = ["pool_max", "pool_timeout", "setting", "statement_timeout"]
+__all__ = ["pool_max", "pool_timeout", "replica_wait", "setting", "statement_timeout"]
 
 
 def setting(name: str, default: str) -> str:
@@ -64,3 +65,8 @@ def pool_max() -> int:
 
 def pool_timeout() -> float:
     return _number("pool-timeout", "30", float)
+
+
+def replica_wait() -> float:
+    """Milliseconds a search waits for a replica (see :mod:`plone.pgcatalog.replicas`)."""
+    return _number("replica-wait", "100", float)

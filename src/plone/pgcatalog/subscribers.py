@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plone.pgcatalog.connection import release_request_connection
+from plone.pgcatalog.pools import release_request_connection
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.schema import catalog_installed
 from plone.pgcatalog.schema import startup_schema

@@ -124,7 +124,7 @@ class PGStartup(zope.Startup):
     def tearDownDatabase(self):
         super().tearDownDatabase()
         del self["pg_dsn"]
-        from plone.pgcatalog.connection import close_pools
+        from plone.pgcatalog.pools import close_pools
 
         close_pools()
         drop_database(self["pg_server_dsn"], self._dbname)
@@ -381,3 +381,39 @@ class FaultsStartup(PGStartup):
 FAULTS_STARTUP = FaultsStartup(name="plone.pgcatalog:FaultsStartup")
 FAULTS_FIXTURE = PGCatalogFixture(bases=(FAULTS_STARTUP,), name="plone.pgcatalog:FaultsFixture")
 FAULTS_TESTING = PGFunctionalTesting(bases=(FAULTS_FIXTURE,), name="plone.pgcatalog:FaultsFunctional")
+
+
+class ReplicaServerLayer(Layer):
+    """A primary with two streaming standbys of this layer's own, always
+    (``PGCATALOG_TEST_DSN`` is ignored): replica tests pause their replay,
+    kill them and start them again (:class:`~plone.pgcatalog.cluster.Cluster`).
+
+    ``pg_cluster`` is the cluster; ``pg_server_dsn`` its primary.
+    """
+
+    def setUp(self):
+        from plone.pgcatalog.cluster import Cluster
+
+        self._cluster = Cluster(standbys=2)
+        self._cluster.start()
+        self["pg_cluster"] = self._cluster
+        self["pg_server_dsn"] = self._cluster.dsn()
+
+    def tearDown(self):
+        del self["pg_server_dsn"]
+        del self["pg_cluster"]
+        self._cluster.close()
+
+
+REPLICA_PG_SERVER = ReplicaServerLayer(name="plone.pgcatalog:ReplicaPGServer")
+
+
+class ReplicaStartup(PGStartup):
+    """Zope on a fresh database of the replica layer's primary."""
+
+    defaultBases = (REPLICA_PG_SERVER, zca.LAYER_CLEANUP)
+
+
+REPLICA_STARTUP = ReplicaStartup(name="plone.pgcatalog:ReplicaStartup")
+REPLICA_FIXTURE = PGCatalogFixture(bases=(REPLICA_STARTUP,), name="plone.pgcatalog:ReplicaFixture")
+REPLICA_TESTING = PGFunctionalTesting(bases=(REPLICA_FIXTURE,), name="plone.pgcatalog:ReplicaFunctional")
