@@ -12,8 +12,10 @@ app, ZODB cache-size 400.  This process then runs the load against it:
   REST API searches (``@search``, JSON), document views and folder views
   (the folder's default view, a catalog listing);
 - ``--editors`` editors, closed loop too, changing the title of a random
-  Document through a REST API ``PATCH`` as the Manager (basic auth);
-  ConflictErrors are retried inside Zope, as always.
+  Document through a REST API ``PATCH`` as the Manager (basic auth) to a
+  word of its own, then at once searching for that word (``@search``,
+  JSON): an answer that does not find the Document is a read-your-writes
+  violation; ConflictErrors are retried inside Zope, as always.
 
 Only requests that end inside the timed window (``--duration`` seconds
 after ``--warmup`` seconds) count.  Every non-2xx answer (and any broken
@@ -30,6 +32,14 @@ queue) and the Python CPU time of the serving thread.
 
 PostgreSQL as in ``run.py`` (``PGCATALOG_BENCH_DSN`` or an embedded
 server).  Compare the backends within one run.
+
+The backend ``pgcatalog-replicas`` is ``pgcatalog`` with its searches on
+two streaming replicas (``PGCATALOG_READ_DSN``); with it in
+``--backends``, every backend runs on the primary of a cluster of this
+machine's own (``plone.pgcatalog.cluster``: PostgreSQL from ``pgserver``,
+two standbys made by ``pg_basebackup``), so that primary and primary with
+replicas are measured on the same server.  The window then also reports
+the CPU seconds of the standbys' backends of the site's database.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from database import pg_server
 from database import server_version
 from dataclasses import dataclass
 from pathlib import Path
+from psycopg import conninfo
 from urllib.parse import urlencode
 from workload import doc_spec
 from workload import SITE_ID
@@ -84,7 +95,9 @@ KINDS = {
     "document": "view: Document",
     "folder": "view: folder (listing)",
     "edit": "edit: REST PATCH title (Manager)",
+    "edit-search": "search: REST @search for the word just saved (Manager)",
 }
+REPLICAS = "pgcatalog-replicas"
 
 
 # -- the server process ---------------------------------------------------------
@@ -116,7 +129,7 @@ def request_kind(environ: dict) -> str:
     if path.endswith("/@@search"):
         return "filtered" if "Subject=" in environ.get("QUERY_STRING", "") else "search"
     if path.endswith("/@search"):
-        return "restapi"
+        return "edit-search" if "SearchableText=saved" in environ.get("QUERY_STRING", "") else "restapi"
     return "document" if "/doc-" in path else "folder"
 
 
@@ -236,6 +249,8 @@ def serve(config: dict) -> int:
         pipe.write(MESSAGE + json.dumps(data) + "\n")
 
     app, info = build_site(config)
+    if config.get("read_dsn"):
+        os.environ["PGCATALOG_READ_DSN"] = config["read_dsn"]  # searches from now on
     from zope.component import provideHandler
     from ZPublisher.interfaces import IPubBeforeAbort
 
@@ -296,8 +311,9 @@ def anonymous_request(kind: str, rng: random.Random, published: list) -> tuple[s
     return "GET", f"{site}/{folder}", None, {}
 
 
-def edit_request(rng: random.Random, docs: int, serial: int) -> tuple[str, str, bytes | None, dict]:
-    """A REST API PATCH of a random Document's title, as the Manager."""
+def edit_request(rng: random.Random, docs: int, word: str) -> tuple[str, str, bytes | None, dict]:
+    """A REST API PATCH of a random Document's title to one ending in
+    *word*, as the Manager."""
     import zopesite
 
     spec = doc_spec(rng.randrange(docs))
@@ -307,7 +323,7 @@ def edit_request(rng: random.Random, docs: int, serial: int) -> tuple[str, str, 
         "Content-Type": "application/json",
         "Authorization": f"Basic {auth}",
     }
-    body = json.dumps({"title": f"{spec.title} (edit {serial})"}).encode()
+    body = json.dumps({"title": f"{spec.title} {word}"}).encode()
     return "PATCH", f"/{SITE_ID}/{spec.folder}/{spec.id}", body, headers
 
 
@@ -335,6 +351,51 @@ def client(port: int, plan: Callable[[int], tuple[str, tuple]], stop: threading.
                 conn.close()
             conn = None
         out.append(Sample(kind, started, time.perf_counter(), status, size))
+    if conn is not None:
+        conn.close()
+
+
+def editor(port: int, number: int, docs: int, stop: threading.Event, out: list, checks: list) -> None:
+    """An editor: saves a Document's title with a word of its own, then
+    searches for that word at once (the listing after a save); *checks*
+    gets ``(time, found)`` of each search (read-your-writes)."""
+    rng = random.Random(f"load-editor-{number}")
+    conn = None
+    serial = 0
+
+    def send(kind: str, request: tuple) -> tuple[int, bytes]:
+        nonlocal conn
+        method, path, body, headers = request
+        started = time.perf_counter()
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection(HOST, port, timeout=120)
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            status, data = response.status, response.read()
+            if response.will_close:
+                conn.close()
+                conn = None
+        except (OSError, http.client.HTTPException):
+            status, data = 0, b""
+            if conn is not None:
+                conn.close()
+            conn = None
+        out.append(Sample(kind, started, time.perf_counter(), status, len(data)))
+        return status, data
+
+    while not stop.is_set():
+        word = f"saved{number}x{serial}"
+        serial += 1
+        saved = edit_request(rng, docs, word)
+        status, _ = send("edit", saved)
+        if not 200 <= status < 300:
+            continue
+        search = ("GET", f"/{SITE_ID}/@search?" + urlencode({"SearchableText": word}), None, saved[3])
+        status, data = send("edit-search", search)
+        if 200 <= status < 300:
+            found = [item["@id"] for item in json.loads(data)["items"]]
+            checks.append((time.perf_counter(), any(url.endswith(saved[1]) for url in found)))
     if conn is not None:
         conn.close()
 
@@ -475,8 +536,9 @@ class Server:
                 self.proc.wait()
 
 
-def snapshot(server: Server, dsn: str, command: str) -> dict:
-    """CPU seconds of the server, PostgreSQL, this process and the machine."""
+def snapshot(server: Server, dsn: str, command: str, standbys: list[str]) -> dict:
+    """CPU seconds of the server, PostgreSQL (the primary's backends, and
+    the replicas' of *standbys*), this process and the machine."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     busy, total = machine_cpu()
     answer = server.ask(command)
@@ -484,6 +546,7 @@ def snapshot(server: Server, dsn: str, command: str) -> dict:
         "time": time.perf_counter(), "server": answer["cpu"], "aborts": answer["aborts"],
         "in_zope": answer["in_zope"],
         "postgres": backends_cpu(dsn), "loadgen": usage.ru_utime + usage.ru_stime,
+        "replicas": {p: cpu for standby in standbys for p, cpu in backends_cpu(standby).items()},
         "machine_busy": busy, "machine_total": total,
     }  # fmt: skip
 
@@ -494,8 +557,11 @@ def window_usage(start: dict, end: dict) -> dict:
     postgres = sum(
         end["postgres"][p] - start["postgres"][p] for p in end["postgres"] if p in start["postgres"]
     )
+    replicas = sum(
+        end["replicas"][p] - start["replicas"][p] for p in end["replicas"] if p in start["replicas"]
+    )
     busy = end["machine_busy"] - start["machine_busy"]
-    known = (end["server"] - start["server"]) + postgres + (end["loadgen"] - start["loadgen"])
+    known = (end["server"] - start["server"]) + postgres + replicas + (end["loadgen"] - start["loadgen"])
     aborts = Counter(end["aborts"])
     aborts.subtract(start["aborts"])
     served = end["in_zope"].get("all", {}).get("requests", 0)
@@ -506,10 +572,12 @@ def window_usage(start: dict, end: dict) -> dict:
         "cpu_ms_per_request": {
             "server": round(server_cpu * 1000.0 / max(served, 1), 1),
             "postgres_backends": round(postgres * 1000.0 / max(served, 1), 1),
+            "replica_backends": round(replicas * 1000.0 / max(served, 1), 1),
         },
         "cpu_s": {
             "server": round(end["server"] - start["server"], 1),
             "postgres_backends": round(postgres, 1),
+            "replica_backends": round(replicas, 1),
             "loadgen": round(end["loadgen"] - start["loadgen"], 1),
             "machine": round(busy, 1),
             "other_processes": round(busy - known, 1),
@@ -520,8 +588,9 @@ def window_usage(start: dict, end: dict) -> dict:
     }
 
 
-def run_load(server: Server, port: int, dsn: str, settings: dict) -> dict:
-    """Warm up, then the timed window; the clients are threads here."""
+def run_load(server: Server, port: int, dsn: str, settings: dict, standbys: list[str]) -> dict:
+    """Warm up, then the timed window; the clients are threads here
+    (*standbys*: DSNs of the site's database on each replica, if any)."""
     docs, stop, out = settings["docs"], threading.Event(), []
     published = published_documents(docs)
     threads = []
@@ -533,34 +602,41 @@ def run_load(server: Server, port: int, dsn: str, settings: dict) -> dict:
             return kind, anonymous_request(kind, rng, published)
 
         threads.append(threading.Thread(target=client, args=(port, plan, stop, out)))
+    checks: list[tuple[float, bool]] = []
     for number in range(settings["editors"]):
-        rng = random.Random(f"load-editor-{number}")
-
-        def plan(serial: int, number=number, rng=rng) -> tuple[str, tuple]:
-            return "edit", edit_request(rng, docs, number * 1_000_000 + serial)
-
-        threads.append(threading.Thread(target=client, args=(port, plan, stop, out)))
+        threads.append(threading.Thread(target=editor, args=(port, number, docs, stop, out, checks)))
     for thread in threads:
         thread.start()
     time.sleep(settings["warmup"])
-    start = snapshot(server, dsn, "mark")
+    start = snapshot(server, dsn, "mark", standbys)
     time.sleep(settings["duration"])
-    end = snapshot(server, dsn, "mark")
+    end = snapshot(server, dsn, "mark", standbys)
     stop.set()
     for thread in threads:
         thread.join()
     seconds = end["time"] - start["time"]
     timed = [s for s in out if start["time"] <= s.ended <= end["time"]]
-    return {"kinds": summarize(timed, seconds), "window": window_usage(start, end), "all_samples": len(out)}
+    found = [ok for ended, ok in checks if start["time"] <= ended <= end["time"]]
+    return {
+        "kinds": summarize(timed, seconds),
+        "window": window_usage(start, end),
+        "all_samples": len(out),
+        "read_your_writes": {"searches": len(found), "violations": found.count(False)},
+    }
 
 
-def run_backend(backend: str, server_dsn: str, settings: dict) -> dict:
-    """One backend: a fresh database, its server process, the load."""
+def run_backend(backend: str, server_dsn: str, settings: dict, cluster=None) -> dict:
+    """One backend: a fresh database, its server process, the load (with
+    ``pgcatalog-replicas``, searches on the standbys of *cluster*)."""
     home = Path(tempfile.mkdtemp(prefix=f"pgcatalog-load-{backend}-"))
     try:
-        with fresh_database(server_dsn, f"load_{backend}") as dsn:
+        with fresh_database(server_dsn, f"load_{backend.replace('-', '_')}") as dsn:
+            dbname = conninfo.conninfo_to_dict(dsn)["dbname"]
+            on_replicas = backend == REPLICAS
+            standbys = [cluster.standby_dsn(i, dbname) for i in range(cluster.count)] if on_replicas else []
             config = {
-                "backend": backend,
+                "backend": "pgcatalog" if on_replicas else backend,
+                "read_dsn": cluster.read_dsn(dbname) if on_replicas else None,
                 "dsn": dsn,
                 "home": str(home),
                 "docs": settings["docs"],
@@ -575,11 +651,13 @@ def run_backend(backend: str, server_dsn: str, settings: dict) -> dict:
                 print(f"{backend}: site of {info['documents']} documents ready in "
                       f"{time.perf_counter() - started:.0f}s ({info['catalog_class']})", flush=True)  # fmt: skip
                 is_pgcatalog = info["catalog_class"].startswith("plone.pgcatalog.")
-                assert is_pgcatalog == (backend == "pgcatalog"), info["catalog_class"]
+                assert is_pgcatalog == backend.startswith("pgcatalog"), info["catalog_class"]
                 assert info["documents"] == settings["docs"], info
                 checked = probe(info["port"], settings["docs"])
                 print(f"{backend}: probe {checked}", flush=True)
-                result = run_load(server, info["port"], dsn, settings)
+                if cluster is not None:
+                    cluster.catch_up()  # the site, on every standby
+                result = run_load(server, info["port"], dsn, settings, standbys)
                 server.ask("stop")
             except BaseException:
                 print(server.log.read_text()[-4000:], file=sys.stderr)
@@ -626,7 +704,7 @@ def service_table(results: dict) -> str:
                 else ["-"] * 3
             )
         lines.append(f"| {KINDS.get(kind, 'all')} | " + " | ".join(cells) + " |")
-    for who in ("server", "postgres_backends"):
+    for who in ("server", "postgres_backends", "replica_backends"):
         cells = []
         for backend in backends:
             cells += ["", "", f"{results['backends'][backend]['window']['cpu_ms_per_request'][who]:.1f}"]
@@ -659,10 +737,21 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "cpus": os.cpu_count(), "settings": settings,
         "started": time.strftime("%Y-%m-%d %H:%M:%S"), "load_before": os.getloadavg(), "backends": {},
     }  # fmt: skip
-    with pg_server() as server_dsn:
+    with contextlib.ExitStack() as stack:
+        cluster = None
+        if REPLICAS in args.backends:
+            from plone.pgcatalog.cluster import Cluster
+
+            cluster = Cluster(standbys=2)
+            stack.callback(cluster.close)
+            cluster.start()
+            server_dsn = cluster.dsn()
+        else:
+            server_dsn = stack.enter_context(pg_server())
         results["postgresql"] = server_version(server_dsn)
+        results["replicas"] = cluster.count if cluster else 0
         for backend in args.backends:
-            results["backends"][backend] = run_backend(backend, server_dsn, settings)
+            results["backends"][backend] = run_backend(backend, server_dsn, settings, cluster)
     results["load_after"] = os.getloadavg()
     out = HERE / "results" / f"load-{time.strftime('%Y%m%d-%H%M%S')}.json"
     out.parent.mkdir(exist_ok=True)
@@ -674,6 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     print(service_table(results))
     for backend, result in results["backends"].items():
         print(f"\n{backend}: window {json.dumps(result['window'])}")
+        print(f"{backend}: read-your-writes {result['read_your_writes']}")
     print(f"\nResults: {out}")
     return 0
 
