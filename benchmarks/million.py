@@ -1,0 +1,275 @@
+"""A catalog of a million rows, and what it costs to search it.
+
+    .venv/bin/python benchmarks/million.py --database pgcatalog_bench_1m --rows 1000000 [--real 5000]
+    .venv/bin/python benchmarks/million.py --database pgcatalog_bench_1m --measure [--iterations 30]
+
+Building: the kept site of ``kept.py`` grown to ``--real`` Documents
+through Plone (``invokeFactory`` and the workflow, 200 per commit); then,
+because a million through Plone would take about a day on two cores
+(850 a minute), *bulk rows* up to ``--rows`` catalog rows.  A bulk row is
+written by the catalog's own writer: the catalog row that ``extraction``
+makes of a Document (or, every 50 Documents, of its Folder) created in
+memory with the benchmark's content (``workload.doc_spec``: title,
+description, subjects, workflow state and its permissions, dates), put in
+its folder's acquisition context but never stored, written by
+``processor.write_full_rows`` over an ``object_state`` row that holds no
+ZODB state (``class_name`` ``BulkRow``).  Searches find bulk rows as any
+other; their brains' metadata is real, but ``getObject()`` finds nothing.
+Run again, it carries on where it stopped.  Before it ends it vacuums and
+analyzes the database, once.
+
+Measuring: the six seed scenarios (``workload.scenarios``) p50 / p95 /
+median, bare and as a listing page, each search after an untimed write
+committed from another thread (``--writes thread``; a busy site's
+database, no VACUUM between), and the size on disk of the catalog's
+columns and of its indexes.
+"""
+
+from __future__ import annotations
+
+from kept import kept_dsn
+from kept import open_kept
+from kept import vacuum
+from pathlib import Path
+from plone.indexer import indexer
+from workload import DOCS_PER_FOLDER
+from workload import doc_spec
+from zope.interface import alsoProvides
+from zope.interface import Interface
+
+import argparse
+import json
+import shutil
+import sys
+import time
+import uuid
+
+
+HERE = Path(__file__).resolve().parent
+BATCH = 2000
+"""Bulk Documents per commit."""
+
+BULK_CLASS = ("plone.pgcatalog.bulk", "BulkRow")
+"""What ``object_state`` says a bulk row's object is (it has no state)."""
+
+
+def catalog_rows(dsn: str) -> tuple[int, int]:
+    """(catalog rows, Documents among them)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE idx->>'portal_type' = 'Document') "
+            "FROM object_state WHERE idx IS NOT NULL"
+        ).fetchone()
+
+
+class IInMemory(Interface):
+    """Content made in memory: its container does not hold it, so its
+    position in it is its own (``bulk_position``)."""
+
+
+@indexer(IInMemory)
+def bulk_position(obj) -> int:
+    return obj.bulk_position
+
+
+def in_memory(site, portal_type: str, id: str, container, position: int, **fields):
+    """Content of *portal_type* made in memory in *container*'s context at
+    *position*: never added, no event, its workflow state set by hand."""
+    from plone.dexterity.utils import createContent
+    from plone.uuid.interfaces import ATTRIBUTE_NAME
+
+    obj = createContent(portal_type, id=id, **fields)
+    alsoProvides(obj, IInMemory)
+    obj.bulk_position = position
+    setattr(obj, ATTRIBUTE_NAME, uuid.uuid4().hex)
+    obj.manage_setLocalRoles("admin", ["Owner"])
+    obj.creators = ("admin",)
+    return obj.__of__(container)
+
+
+def set_state(site, obj, state: str) -> None:
+    """*obj*'s workflow state, and the permissions that state gives."""
+    from DateTime import DateTime
+
+    tool = site.portal_workflow
+    (chain,) = tool.getChainFor(obj)[:1]
+    status = {"review_state": state, "action": None, "actor": "admin", "time": DateTime(), "comments": ""}
+    tool.setStatusOf(chain, obj, status)
+    tool[chain].updateRoleMappingsFor(obj)
+
+
+def bulk_row(site, tool, spec, folders: dict):
+    """The catalog row of the Document of *spec*, made in memory (in its
+    folder, which *folders* keeps when it is made in memory too)."""
+    from plone.pgcatalog.extraction import catalog_row
+    from zopesite import BASE_DATE
+
+    folder = folders.get(spec.folder)
+    if folder is None:
+        folder = site.get(spec.folder)
+        if folder is None:
+            folders.clear()
+            folder = folders[spec.folder] = in_memory(site, "Folder", spec.folder, site, 0)
+    position = spec.number % DOCS_PER_FOLDER
+    doc = in_memory(
+        site, "Document", spec.id, folder, position, title=spec.title, description=spec.description
+    )
+    doc.setSubject(spec.subjects)
+    effective = BASE_DATE + spec.effective_day
+    doc.setEffectiveDate(effective)
+    doc.creation_date = effective
+    doc.setModificationDate(BASE_DATE + spec.modified_day)
+    set_state(site, doc, spec.state)
+    return catalog_row(tool, doc, "/".join(doc.getPhysicalPath()))
+
+
+def bulk_folder_row(site, tool, name: str, position: int):
+    """The catalog row of a section Folder (published), made in memory."""
+    from plone.pgcatalog.extraction import catalog_row
+
+    folder = in_memory(site, "Folder", name, site, position, title=f"Section {name.split('-')[-1]}")
+    set_state(site, folder, "published")
+    return catalog_row(tool, folder, "/".join(folder.getPhysicalPath()))
+
+
+def grow_bulk(worker, target: int) -> dict:
+    """Bulk rows until the database holds *target* catalog rows."""
+    from Products.ZCatalog.interfaces import IZCatalog
+    from zope.component import provideAdapter
+
+    import psycopg
+    import transaction
+
+    from plone.pgcatalog.processor import write_full_rows
+    from plone.pgcatalog.schema import BUMP_COUNTER
+    from plone.pgcatalog.schema import NOTE_EVERYTHING
+
+    provideAdapter(bulk_position, (IInMemory, IZCatalog), name="getObjPositionInParent")
+    dsn, site, tool = worker.config["dsn"], worker.site, worker.catalog
+    rows, documents = catalog_rows(dsn)
+    started, written = time.perf_counter(), 0
+    with psycopg.connect(dsn) as conn:
+        positions = conn.execute(
+            "SELECT count(*) FROM object_state WHERE parent_path = %s", [f"/{site.getId()}"]
+        )
+        position = positions.fetchone()[0]
+        folders: dict = {}
+        while rows < target:
+            numbers = range(documents, documents + min(BATCH, target - rows))
+            made = []
+            for number in numbers:
+                spec = doc_spec(number)
+                if number % DOCS_PER_FOLDER == 0 and not site.hasObject(spec.folder):
+                    made.append(bulk_folder_row(site, tool, spec.folder, position))
+                    position += 1
+                made.append(bulk_row(site, tool, spec, folders))
+            transaction.abort()  # nothing of it is stored in ZODB
+            with conn.transaction():
+                zoids = [z for (z,) in conn.execute(
+                    "SELECT nextval('zoid_seq') FROM generate_series(1, %s)", [len(made)]
+                )]  # fmt: skip
+                conn.execute(
+                    "INSERT INTO object_state (zoid, tid, class_mod, class_name, state_size) "
+                    "SELECT z, (SELECT max(tid) FROM transaction_log), %s, %s, 0 FROM unnest(%s::bigint[]) z",
+                    [*BULK_CLASS, zoids],
+                )
+                conn.execute(NOTE_EVERYTHING)
+                with conn.cursor() as cursor:
+                    write_full_rows(cursor, list(zip(zoids, made, strict=True)))
+                conn.execute(BUMP_COUNTER)
+            rows += len(made)
+            documents += len(numbers)
+            written += len(made)
+            if written % (BATCH * 25) < BATCH:
+                rate = written / (time.perf_counter() - started)
+                print(f"{rows} catalog rows ({documents} Documents), {rate:.0f} bulk rows/s", flush=True)
+    seconds = time.perf_counter() - started
+    return {
+        "bulk_rows": written,
+        "seconds": round(seconds, 1),
+        "rows_per_s": round(written / max(seconds, 1e-9)),
+    }
+
+
+SIZES = """\
+SELECT
+  (SELECT count(*) FROM object_state WHERE idx IS NOT NULL) AS catalog_rows,
+  (SELECT count(*) FROM object_state WHERE idx IS NOT NULL AND class_name = 'BulkRow') AS bulk_rows,
+  (SELECT sum({columns}) FROM object_state) AS column_bytes,
+  (SELECT sum(pg_column_size(state)) FROM object_state) AS state_bytes,
+  pg_table_size('object_state') AS table_bytes,
+  (SELECT sum(pg_relation_size(indexrelid)) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    WHERE indrelid = 'object_state'::regclass AND c.relname LIKE 'pgcatalog%') AS catalog_index_bytes,
+  (SELECT sum(pg_relation_size(indexrelid)) FROM pg_index WHERE indrelid = 'object_state'::regclass)
+    AS all_index_bytes,
+  pg_database_size(current_database()) AS database_bytes
+"""
+
+
+def sizes(dsn: str) -> dict:
+    """The size on disk of the catalog's columns and indexes."""
+    import psycopg
+
+    from plone.pgcatalog.row import column_names
+
+    columns = " + ".join(f"coalesce(pg_column_size({name}), 0)" for name in column_names())
+    with psycopg.connect(dsn) as conn:
+        cursor = conn.execute(SIZES.format(columns=columns))
+        found = dict(zip([d.name for d in cursor.description], cursor.fetchone(), strict=True))
+        indexes = conn.execute(
+            "SELECT c.relname, pg_relation_size(indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE indrelid = 'object_state'::regclass ORDER BY 2 DESC"
+        ).fetchall()
+    found["indexes"] = dict(indexes)
+    return found
+
+
+def measure(worker, iterations: int, writes: str | None) -> dict:
+    worker.config.update(iterations=iterations, warmup=max(3, iterations // 10))
+    worker.settle()
+    return worker.query_phase(writes=writes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--rows", type=int, default=1_000_000, help="catalog rows to reach")
+    parser.add_argument("--real", type=int, default=5000, help="Documents made through Plone")
+    parser.add_argument("--measure", action="store_true", help="measure the site as it is")
+    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--writes", choices=["thread", "none"], default="thread")
+    args = parser.parse_args(argv)
+    dsn = kept_dsn(args.database)
+    worker, home = open_kept(dsn)
+    try:
+        if not args.measure:
+            grown = worker.grow_to(args.real)
+            bulk = grow_bulk(worker, args.rows)
+            vacuum(dsn)
+            print(json.dumps({"through_plone": grown, "bulk": bulk, "sizes": sizes(dsn)}, default=str))
+            return 0
+        result = {
+            "database": args.database,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "sizes": sizes(dsn),
+            "writes": args.writes,
+            "timings": measure(worker, args.iterations, None if args.writes == "none" else args.writes),
+        }
+        out = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-million.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(result, indent=1, default=str))
+        for name, timing in result["timings"].items():
+            if isinstance(timing, dict) and "bare" in timing:
+                bare, listing = timing["bare"], timing["listing"]
+                print(f"{name:12} bare p50 {bare['median']:.2f} p95 {bare.get('p95', 0):.2f}  "
+                      f"listing p50 {listing['median']:.2f} p95 {listing.get('p95', 0):.2f} ms")  # fmt: skip
+        print(f"Results: {out}")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
