@@ -18,6 +18,7 @@ from targets import zodb_checks
 from workload import scenarios
 
 import plots
+import scale
 
 
 WRITE_BACKENDS = ("pgcatalog", "peer", "relstorage", "filestorage")
@@ -275,13 +276,14 @@ def render(results: dict, plot_names: list[str]) -> str:
         lines += queries_section(results, size)
     if "growth.png" in plot_names:
         lines += ["## Growth with the number of documents", "", "![Growth](benchmarks/growth.png)", ""]
+    lines += scale.replicas_section(plot_names) + scale.million_section(plot_names)
     lines += method_section(results)
     return "\n".join(lines)
 
 
 def write(results: dict, docs: Path) -> None:
     """Write ``docs/benchmarks.md`` and ``docs/benchmarks/*.png``."""
-    names = plots.write_all(results, docs / "benchmarks")
+    names = plots.write_all(results, docs / "benchmarks") + scale.write_plots(docs / "benchmarks")
     (docs / "benchmarks.md").write_text(render(results, names))
 
 
