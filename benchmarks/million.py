@@ -16,7 +16,9 @@ its folder's acquisition context but never stored, written by
 ZODB state (``class_name`` ``BulkRow``).  Searches find bulk rows as any
 other; their brains' metadata is real, but ``getObject()`` finds nothing.
 Run again, it carries on where it stopped.  Before it ends it vacuums and
-analyzes the database, once.
+analyzes the database, once.  ``--numbers A:B`` writes the bulk Documents
+numbered A to B-1 only (no vacuum): several processes, a range each, use
+both cores; then a run without it tops the rows up and vacuums.
 
 Measuring: the six seed scenarios (``workload.scenarios``) p50 / p95 /
 median, bare and as a listing page, each search after an untimed write
@@ -134,8 +136,10 @@ def bulk_folder_row(site, tool, name: str, position: int):
     return catalog_row(tool, folder, "/".join(folder.getPhysicalPath()))
 
 
-def grow_bulk(worker, target: int) -> dict:
-    """Bulk rows until the database holds *target* catalog rows."""
+def grow_bulk(worker, target: int, numbers: range | None = None) -> dict:
+    """Bulk rows until the database holds *target* catalog rows; or, with
+    *numbers*, the bulk Documents of those numbers (and their folders),
+    so that several processes can write a range each."""
     from Products.ZCatalog.interfaces import IZCatalog
     from zope.component import provideAdapter
 
@@ -149,21 +153,21 @@ def grow_bulk(worker, target: int) -> dict:
     provideAdapter(bulk_position, (IInMemory, IZCatalog), name="getObjPositionInParent")
     dsn, site, tool = worker.config["dsn"], worker.site, worker.catalog
     rows, documents = catalog_rows(dsn)
+    if numbers is not None:
+        documents, target = numbers.start, rows + (numbers.stop - numbers.start) * 2
     started, written = time.perf_counter(), 0
-    with psycopg.connect(dsn) as conn:
-        positions = conn.execute(
-            "SELECT count(*) FROM object_state WHERE parent_path = %s", [f"/{site.getId()}"]
-        )
-        position = positions.fetchone()[0]
+    with psycopg.connect(dsn, autocommit=True) as conn:  # a commit per batch
         folders: dict = {}
-        while rows < target:
-            numbers = range(documents, documents + min(BATCH, target - rows))
+        while rows < target and (numbers is None or documents < numbers.stop):
+            stop = documents + min(BATCH, target - rows)
+            batch = range(documents, stop if numbers is None else min(stop, numbers.stop))
             made = []
-            for number in numbers:
+            for number in batch:
                 spec = doc_spec(number)
                 if number % DOCS_PER_FOLDER == 0 and not site.hasObject(spec.folder):
+                    # after the site's own items (a few), in the order of the folders
+                    position = 20 + number // DOCS_PER_FOLDER
                     made.append(bulk_folder_row(site, tool, spec.folder, position))
-                    position += 1
                 made.append(bulk_row(site, tool, spec, folders))
             transaction.abort()  # nothing of it is stored in ZODB
             with conn.transaction():
@@ -180,7 +184,7 @@ def grow_bulk(worker, target: int) -> dict:
                     write_full_rows(cursor, list(zip(zoids, made, strict=True)))
                 conn.execute(BUMP_COUNTER)
             rows += len(made)
-            documents += len(numbers)
+            documents += len(batch)
             written += len(made)
             if written % (BATCH * 25) < BATCH:
                 rate = written / (time.perf_counter() - started)
@@ -237,6 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", required=True)
     parser.add_argument("--rows", type=int, default=1_000_000, help="catalog rows to reach")
     parser.add_argument("--real", type=int, default=5000, help="Documents made through Plone")
+    parser.add_argument(
+        "--numbers", help="A:B: write the bulk Documents numbered A to B-1 (one of several processes)"
+    )
     parser.add_argument("--measure", action="store_true", help="measure the site as it is")
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--writes", choices=["thread", "none"], default="thread")
@@ -245,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     worker, home = open_kept(dsn)
     try:
         if not args.measure:
+            if args.numbers:
+                first, last = (int(n) for n in args.numbers.split(":"))
+                print(json.dumps(grow_bulk(worker, args.rows, range(first, last))))
+                return 0
             grown = worker.grow_to(args.real)
             bulk = grow_bulk(worker, args.rows)
             vacuum(dsn)
