@@ -249,8 +249,11 @@ def fetch(
 ) -> list[tuple]:
     """Rows of one catalog read on behalf of *obj* (the tool).
 
-    On the storage's own connection when there is one (the snapshot object
-    loads use); else on the request's pooled connection, or a borrowed one.
+    On a replica that has replayed the request's snapshot, when replicas
+    are set (``PGCATALOG_READ_DSN``) and the transaction has written
+    nothing (see :mod:`~plone.pgcatalog.replicas`); else on the storage's
+    own connection when there is one (the snapshot object loads use); else
+    on the request's pooled connection, or a borrowed one.
     In the storage's transaction a read is *guarded* by a savepoint (see
     :func:`_fetch_in_snapshot`): only reads that no data or query value can
     make fail (rows by record id) go without.

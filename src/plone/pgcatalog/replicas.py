@@ -134,8 +134,8 @@ def _fresh_rows(conn: psycopg.Connection, sql: str, params, timeout: int, tid: i
     if check.fetchone()[0]:
         return read.fetchall()
     step = POLL
-    while time.monotonic() + step < deadline:
-        time.sleep(step)
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(step, left))
         step *= 2
         if check.execute(FRESH, [tid]).fetchone()[0]:
             return session_fetch(conn, sql, params, timeout)
