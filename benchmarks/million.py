@@ -231,6 +231,15 @@ def sizes(dsn: str) -> dict:
 
 
 def measure(worker, iterations: int, writes: str | None) -> dict:
+    """The scenarios; the writes between them edit Documents made through
+    Plone (bulk rows have no object to edit)."""
+    import psycopg
+
+    with psycopg.connect(worker.config["dsn"]) as conn:
+        worker.docs = conn.execute(
+            "SELECT count(*) FROM object_state WHERE idx->>'portal_type' = 'Document' AND class_name <> %s",
+            [BULK_CLASS[1]],
+        ).fetchone()[0]
     worker.config.update(iterations=iterations, warmup=max(3, iterations // 10))
     worker.settle()
     return worker.query_phase(writes=writes)
