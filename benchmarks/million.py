@@ -23,7 +23,8 @@ both cores; then a run without it tops the rows up and vacuums.
 Measuring: the six seed scenarios (``workload.scenarios``) p50 / p95 /
 median, bare and as a listing page, each search after an untimed write
 committed from another thread (``--writes thread``; a busy site's
-database, no VACUUM between), and the size on disk of the catalog's
+database, no VACUUM between); their SQL alone (the floor) with its plans
+(``<results>.<rows>.explain.txt``); and the size on disk of the catalog's
 columns and of its indexes.
 """
 
@@ -278,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
             "timings": measure(worker, args.iterations, None if args.writes == "none" else args.writes),
         }
         out = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-million.json"
+        # the SQL alone, and its plans (EXPLAIN ANALYZE, BUFFERS) beside the results
+        worker.config.update(profile=True, out=str(out))
+        result["floor"] = worker.floor_phase(result["sizes"]["catalog_rows"])
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(result, indent=1, default=str))
         for name, timing in result["timings"].items():
