@@ -68,7 +68,8 @@ def million_plot(data: dict, path: Path) -> None:
         ax.bar([x + offset for x in xs], values, 0.4, label="p50" if key == "median" else key, color=color)
     ax.axhline(20, color="#d62728", linewidth=1, linestyle="--", label="20 ms")
     ax.set_xticks(list(xs), [s.label for s in cases], rotation=20, ha="right")
-    ax.set_ylabel("ms")
+    ax.set_yscale("log")
+    ax.set_ylabel("ms (log scale)")
     ax.set_title(f"Listing searches at {data['sizes']['catalog_rows']:,} catalog rows")
     ax.legend(fontsize="small")
     ax.grid(axis="y", alpha=0.3)
@@ -176,4 +177,9 @@ def million_section(names: list[str]) -> list[str]:
     ]
     if "million.png" in names:
         lines += ["![A million rows](benchmarks/million.png)", ""]
+    lines += [
+        "Why the one-word full-text search does not scale with the rest, and what the plans say: "
+        "[performance.md](performance.md#a-million-catalog-rows).",
+        "",
+    ]
     return lines
