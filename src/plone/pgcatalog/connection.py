@@ -290,7 +290,8 @@ def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: boo
     read_dsn = os.environ.get(READ_DSN_ENV)
     jar = jar_of(obj)
     instance = _storage_of(jar)
-    timeout = settings.statement_timeout() if guarded else 0
+    # an unguarded read (rows by id) leaves a session's timeout as it is
+    timeout = settings.statement_timeout() if guarded else None
     if read_dsn and instance is not None:
         tid = replicas.required_tid(jar, instance)
         if tid is not None:

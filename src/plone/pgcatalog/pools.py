@@ -110,19 +110,23 @@ def timeout_sql(timeout: int, scope: str = "LOCAL") -> str:
 _session_timeouts: WeakKeyDictionary = WeakKeyDictionary()
 
 
-def set_session(conn: psycopg.Connection, timeout: int) -> None:
+def set_session(conn: psycopg.Connection, timeout: int | None) -> None:
     """Give the session of a connection of the catalog's own (only catalog
-    reads use it) the statement timeout *timeout*, and JIT off (see
+    reads use it) the statement timeout *timeout* (None: whichever it has,
+    for reads of rows by id, which nothing makes slow), and JIT off (see
     :data:`~plone.pgcatalog.connection.NO_JIT`): a round trip only when the
     setting changed since the session last had it."""
-    if _session_timeouts.get(conn) != timeout:
-        if conn not in _session_timeouts:
+    known = _session_timeouts.get(conn, False)
+    if timeout is None and known is not False:
+        return
+    if known != timeout:
+        if known is False:
             conn.execute("SET SESSION jit = off")
-        conn.execute(timeout_sql(timeout, "SESSION"))
+        conn.execute(timeout_sql(timeout or 0, "SESSION"))
         _session_timeouts[conn] = timeout
 
 
-def session_fetch(conn: psycopg.Connection, sql: str, params, timeout: int = 0) -> list[tuple]:
+def session_fetch(conn: psycopg.Connection, sql: str, params, timeout: int | None = 0) -> list[tuple]:
     """Rows of a read on a connection of the catalog's own."""
     set_session(conn, timeout)
     with conn.cursor(row_factory=tuple_row) as cur:

@@ -74,7 +74,7 @@ def required_tid(jar: Any, instance: Any) -> int | None:
     return getattr(instance, "_polled_tid", None)
 
 
-def fetch(dsn: str, sql: str, params, timeout: int, tid: int, in_request: bool) -> list[tuple] | None:
+def fetch(dsn: str, sql: str, params, timeout: int | None, tid: int, in_request: bool) -> list[tuple] | None:
     """Rows of *sql* from a replica of *dsn* that has replayed transaction
     *tid*; None when none could serve it within ``replica-wait`` (the
     primary answers).  A statement timeout (``QueryCanceled``) is raised
@@ -95,7 +95,7 @@ def fetch(dsn: str, sql: str, params, timeout: int, tid: int, in_request: bool) 
     return None
 
 
-def _rows(conn: psycopg.Connection, sql: str, params, timeout: int, tid: int, deadline: float):
+def _rows(conn: psycopg.Connection, sql: str, params, timeout: int | None, tid: int, deadline: float):
     server = (conn.info.host, conn.info.port)
     if _left.get(server, 0) > time.monotonic():
         STATS["unavailable"] += 1
@@ -120,7 +120,7 @@ def _rows(conn: psycopg.Connection, sql: str, params, timeout: int, tid: int, de
     return rows
 
 
-def _fresh_rows(conn: psycopg.Connection, sql: str, params, timeout: int, tid: int, deadline: float):
+def _fresh_rows(conn: psycopg.Connection, sql: str, params, timeout: int | None, tid: int, deadline: float):
     """The rows of *sql* once the server has replayed *tid*: asked with the
     read in one round trip, then again until *deadline* (None: not then)."""
     if not tid:
