@@ -19,6 +19,11 @@ Layers:
   ZCatalog site ``zplone`` in the same database, for side-by-side tests.
 - ``HISTORY_DIFFERENTIAL_TESTING``: both sites on a history-preserving
   storage, for undo.
+- ``FAULTS_TESTING``: the site on a server of the layer's own, which fault
+  tests stop and restart.
+- ``REPLICA_PG_SERVER`` / ``REPLICA_TESTING``: a primary with two
+  streaming standbys of the layer's own (``pg_cluster``), and the site on
+  the primary, for searches on replicas.
 """
 
 from __future__ import annotations
