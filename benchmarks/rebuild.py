@@ -1,0 +1,66 @@
+"""``clearFindAndRebuild`` throughput on real content, in items a second.
+
+    .venv/bin/python benchmarks/rebuild.py --database pgcatalog_bench_rebuild --docs 10000 [--runs 3]
+
+The kept site of ``kept.py`` (Documents made through Plone, grown to
+``--docs`` if smaller), then ``--runs`` rebuilds of the whole catalog,
+each committed and timed, one after the other (the first finds the rows
+as Plone wrote them; no VACUUM between).  Items: the catalog's rows after
+the rebuild.  Writes ``results/<time>-rebuild.json``.
+"""
+
+from __future__ import annotations
+
+from kept import kept_dsn
+from kept import open_kept
+from kept import vacuum
+from pathlib import Path
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import time
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--docs", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    dsn = kept_dsn(args.database)
+    worker, home = open_kept(dsn)
+    try:
+        if worker.grow_to(args.docs):
+            vacuum(dsn)
+        runs = []
+        for _ in range(args.runs):
+            seconds = worker.rebuild()["seconds"]
+            items = len(worker.catalog)
+            runs.append({"seconds": round(seconds, 2), "items": items, "items_per_s": round(items / seconds)})
+            print(
+                f"clearFindAndRebuild: {items} items in {seconds:.1f} s, {items / seconds:.0f} items/s",
+                flush=True,
+            )
+        result = {
+            "database": args.database,
+            "documents": worker.docs,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "runs": runs,
+            "median_items_per_s": statistics.median(r["items_per_s"] for r in runs),
+        }
+        out = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-rebuild.json"
+        out.write_text(json.dumps(result, indent=1))
+        print(f"median {result['median_items_per_s']} items/s; results: {out}")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
