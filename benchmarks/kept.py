@@ -17,9 +17,12 @@ database when done (``--drop``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from database import DSN_ENV
 from pathlib import Path
 from psycopg import conninfo
+from typing import Any
 
 import argparse
 import os
@@ -58,15 +61,21 @@ def vacuum(dsn: str) -> None:
         conn.execute("VACUUM (ANALYZE)")
 
 
-def open_kept(dsn: str):
+@contextmanager
+def kept_site(dsn: str) -> Iterator[Any]:
     """A :class:`worker.Worker` on the kept site of *dsn* (built if the
-    database holds none), and its scratch directory to remove."""
+    database holds none); its scratch directory is removed afterwards."""
     from worker import Worker
 
     home = Path(tempfile.mkdtemp(prefix="pgcatalog-kept-"))
-    worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home), "vacuum": "none", "kept": True})
-    worker.build()
-    return worker, home
+    try:
+        worker = Worker(
+            {"backend": "pgcatalog", "dsn": dsn, "home": str(home), "vacuum": "none", "kept": True}
+        )
+        worker.build()
+        yield worker
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,13 +87,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.drop:
         drop(args.database)
         return 0
-    worker, home = open_kept(kept_dsn(args.database))
-    try:
+    with kept_site(kept_dsn(args.database)) as worker:
         worker.grow_to(args.docs)
         vacuum(worker.config["dsn"])
         print(f"{worker.docs} documents in {args.database}")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

@@ -327,32 +327,44 @@ def edit_request(rng: random.Random, docs: int, word: str) -> tuple[str, str, by
     return "PATCH", f"/{SITE_ID}/{spec.folder}/{spec.id}", body, headers
 
 
-def client(port: int, plan: Callable[[int], tuple[str, tuple]], stop: threading.Event, out: list) -> None:
-    """One keep-alive connection, requests one after the other until *stop*."""
-    conn = None
-    serial = 0
-    while not stop.is_set():
-        kind, (method, path, body, headers) = plan(serial)
-        serial += 1
+class KeepAlive:
+    """One keep-alive connection to the server; each request is a
+    :class:`Sample` in *out* (status 0: the connection broke)."""
+
+    def __init__(self, port: int, out: list) -> None:
+        self.port, self.out, self.conn = port, out, None
+
+    def send(self, kind: str, request: tuple) -> tuple[int, bytes]:
+        method, path, body, headers = request
         started = time.perf_counter()
         try:
-            if conn is None:
-                conn = http.client.HTTPConnection(HOST, port, timeout=120)
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            size = len(response.read())
-            status = response.status
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(HOST, self.port, timeout=120)
+            self.conn.request(method, path, body=body, headers=headers)
+            response = self.conn.getresponse()
+            status, data = response.status, response.read()
             if response.will_close:
-                conn.close()
-                conn = None
+                self.close()
         except (OSError, http.client.HTTPException):
-            status, size = 0, 0
-            if conn is not None:
-                conn.close()
-            conn = None
-        out.append(Sample(kind, started, time.perf_counter(), status, size))
-    if conn is not None:
-        conn.close()
+            status, data = 0, b""
+            self.close()
+        self.out.append(Sample(kind, started, time.perf_counter(), status, len(data)))
+        return status, data
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+
+def client(port: int, plan: Callable[[int], tuple[str, tuple]], stop: threading.Event, out: list) -> None:
+    """Requests one after the other on one connection until *stop*."""
+    connection = KeepAlive(port, out)
+    serial = 0
+    while not stop.is_set():
+        connection.send(*plan(serial))
+        serial += 1
+    connection.close()
 
 
 def editor(port: int, number: int, docs: int, stop: threading.Event, out: list, checks: list) -> None:
@@ -360,44 +372,21 @@ def editor(port: int, number: int, docs: int, stop: threading.Event, out: list, 
     searches for that word at once (the listing after a save); *checks*
     gets ``(time, found)`` of each search (read-your-writes)."""
     rng = random.Random(f"load-editor-{number}")
-    conn = None
+    connection = KeepAlive(port, out)
     serial = 0
-
-    def send(kind: str, request: tuple) -> tuple[int, bytes]:
-        nonlocal conn
-        method, path, body, headers = request
-        started = time.perf_counter()
-        try:
-            if conn is None:
-                conn = http.client.HTTPConnection(HOST, port, timeout=120)
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            status, data = response.status, response.read()
-            if response.will_close:
-                conn.close()
-                conn = None
-        except (OSError, http.client.HTTPException):
-            status, data = 0, b""
-            if conn is not None:
-                conn.close()
-            conn = None
-        out.append(Sample(kind, started, time.perf_counter(), status, len(data)))
-        return status, data
-
     while not stop.is_set():
         word = f"saved{number}x{serial}"
         serial += 1
         saved = edit_request(rng, docs, word)
-        status, _ = send("edit", saved)
+        status, _ = connection.send("edit", saved)
         if not 200 <= status < 300:
             continue
         search = ("GET", f"/{SITE_ID}/@search?" + urlencode({"SearchableText": word}), None, saved[3])
-        status, data = send("edit-search", search)
+        status, data = connection.send("edit-search", search)
         if 200 <= status < 300:
             found = [item["@id"] for item in json.loads(data)["items"]]
             checks.append((time.perf_counter(), any(url.endswith(saved[1]) for url in found)))
-    if conn is not None:
-        conn.close()
+    connection.close()
 
 
 def get(port: int, path: str, headers: dict | None = None) -> tuple[int, bytes]:

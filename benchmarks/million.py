@@ -31,7 +31,7 @@ columns and of its indexes.
 from __future__ import annotations
 
 from kept import kept_dsn
-from kept import open_kept
+from kept import kept_site
 from kept import vacuum
 from pathlib import Path
 from plone.indexer import indexer
@@ -42,7 +42,6 @@ from zope.interface import Interface
 
 import argparse
 import json
-import shutil
 import sys
 import time
 import uuid
@@ -259,8 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writes", choices=["thread", "none"], default="thread")
     args = parser.parse_args(argv)
     dsn = kept_dsn(args.database)
-    worker, home = open_kept(dsn)
-    try:
+    with kept_site(dsn) as worker:
         if not args.measure:
             if args.numbers:
                 first, last = (int(n) for n in args.numbers.split(":"))
@@ -290,8 +288,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:12} bare p50 {bare['median']:.2f} p95 {bare.get('p95', 0):.2f}  "
                       f"listing p50 {listing['median']:.2f} p95 {listing.get('p95', 0):.2f} ms")  # fmt: skip
         print(f"Results: {out}")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

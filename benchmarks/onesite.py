@@ -66,25 +66,23 @@ def _site(kept: str | None) -> Iterator[Any]:
     import transaction
     import zopesite
 
+    if kept:
+        from kept import kept_dsn
+        from kept import kept_site
+
+        with kept_site(kept_dsn(kept)) as worker:
+            yield worker
+        return
+    from worker import Worker
+
     home = Path(tempfile.mkdtemp(prefix="pgcatalog-onesite-"))
     try:
-        if kept:
-            from kept import kept_dsn
-            from kept import open_kept
-
-            worker, kept_home = open_kept(kept_dsn(kept))
-            shutil.rmtree(home)
-            home = kept_home
+        with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
+            worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home), "vacuum": "each"})
+            worker.build()
             yield worker
-        else:
-            from worker import Worker
-
-            with pg_server() as server, fresh_database(server, "pgcatalog") as dsn:
-                worker = Worker({"backend": "pgcatalog", "dsn": dsn, "home": str(home), "vacuum": "each"})
-                worker.build()
-                yield worker
-                zopesite.login(worker.app)
-                transaction.abort()
-                worker.app._p_jar.db().close()
+            zopesite.login(worker.app)
+            transaction.abort()
+            worker.app._p_jar.db().close()
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -12,13 +12,12 @@ the rebuild.  Writes ``results/<time>-rebuild.json``.
 from __future__ import annotations
 
 from kept import kept_dsn
-from kept import open_kept
+from kept import kept_site
 from kept import vacuum
 from pathlib import Path
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import time
@@ -34,8 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
     dsn = kept_dsn(args.database)
-    worker, home = open_kept(dsn)
-    try:
+    with kept_site(dsn) as worker:
         if worker.grow_to(args.docs):
             vacuum(dsn)
         runs = []
@@ -57,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
         out = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-rebuild.json"
         out.write_text(json.dumps(result, indent=1))
         print(f"median {result['median_items_per_s']} items/s; results: {out}")
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

@@ -268,7 +268,9 @@ def method_section(results: dict) -> list[str]:
     return lines
 
 
-def render(results: dict, plot_names: list[str]) -> str:
+def render(results: dict, plot_names: list[str], beyond: list[str]) -> str:
+    """The page; *beyond*: the sections of the runs beyond one server and
+    one site's size (``scale.sections``)."""
     lines = (
         header_section(results) + targets_section(results) + writes_section(results) + zodb_section(results)
     )
@@ -276,15 +278,15 @@ def render(results: dict, plot_names: list[str]) -> str:
         lines += queries_section(results, size)
     if "growth.png" in plot_names:
         lines += ["## Growth with the number of documents", "", "![Growth](benchmarks/growth.png)", ""]
-    lines += scale.replicas_section(plot_names) + scale.million_section(plot_names)
+    lines += beyond
     lines += method_section(results)
     return "\n".join(lines)
 
 
 def write(results: dict, docs: Path) -> None:
     """Write ``docs/benchmarks.md`` and ``docs/benchmarks/*.png``."""
-    names = plots.write_all(results, docs / "benchmarks") + scale.write_plots(docs / "benchmarks")
-    (docs / "benchmarks.md").write_text(render(results, names))
+    names = plots.write_all(results, docs / "benchmarks")
+    (docs / "benchmarks.md").write_text(render(results, names, scale.sections(docs / "benchmarks")))
 
 
 def targets_text(results: dict) -> str:

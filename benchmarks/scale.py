@@ -38,6 +38,14 @@ def million_run() -> tuple[str, dict] | None:
     return newest("*-million.json")
 
 
+def _save(fig, ax, path: Path) -> None:
+    ax.legend(fontsize="small")
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def replicas_plot(data: dict, path: Path) -> None:
     """CPU milliseconds per request: Zope, the primary's and the replicas' backends."""
     backends = list(data["backends"])
@@ -51,11 +59,7 @@ def replicas_plot(data: dict, path: Path) -> None:
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("CPU ms per request")
     ax.set_title("Where a request's CPU goes (load.py)")
-    ax.legend(fontsize="small")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 def million_plot(data: dict, path: Path) -> None:
@@ -71,35 +75,28 @@ def million_plot(data: dict, path: Path) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("ms (log scale)")
     ax.set_title(f"Listing searches at {data['sizes']['catalog_rows']:,} catalog rows")
-    ax.legend(fontsize="small")
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
-def write_plots(directory: Path) -> list[str]:
-    names = []
-    run = replicas_run()
-    if run is not None:
-        replicas_plot(run[1], directory / "replicas.png")
-        names.append("replicas.png")
-    run = million_run()
-    if run is not None:
-        million_plot(run[1], directory / "million.png")
-        names.append("million.png")
-    return names
+def sections(directory: Path) -> list[str]:
+    """The sections of the newest replicas and million-row runs, each with
+    its plot written to *directory* (none for a run not made yet)."""
+    lines = []
+    for run, plot, section, png in (
+        (replicas_run(), replicas_plot, replicas_section, "replicas.png"),
+        (million_run(), million_plot, million_section, "million.png"),
+    ):
+        if run is not None:
+            plot(run[1], directory / png)
+            lines += section(*run)
+    return lines
 
 
 def _mb(value) -> str:
     return f"{int(value) / 1e6:,.0f} MB"
 
 
-def replicas_section(names: list[str]) -> list[str]:
-    run = replicas_run()
-    if run is None:
-        return []
-    name, data = run
+def replicas_section(name: str, data: dict) -> list[str]:
     s = data["settings"]
     lines = [
         "## Replicas",
@@ -136,16 +133,11 @@ def replicas_section(names: list[str]) -> list[str]:
             "backends ran one after the other, in the order of the table.",
             "",
         ]
-    if "replicas.png" in names:
-        lines += ["![Replicas](benchmarks/replicas.png)", ""]
+    lines += ["![Replicas](benchmarks/replicas.png)", ""]
     return lines
 
 
-def million_section(names: list[str]) -> list[str]:
-    run = million_run()
-    if run is None:
-        return []
-    name, data = run
+def million_section(name: str, data: dict) -> list[str]:
     size = data["sizes"]
     lines = [
         "## A million catalog rows",
@@ -174,10 +166,8 @@ def million_section(names: list[str]) -> list[str]:
         f"{_mb(size['catalog_index_bytes'])} (all of `object_state`'s indexes {_mb(size['all_index_bytes'])}; "
         f"the table {_mb(size['table_bytes'])}, the database {_mb(size['database_bytes'])}).",
         "",
-    ]
-    if "million.png" in names:
-        lines += ["![A million rows](benchmarks/million.png)", ""]
-    lines += [
+        "![A million rows](benchmarks/million.png)",
+        "",
         "Why the one-word full-text search does not scale with the rest, and what the plans say: "
         "[performance.md](performance.md#a-million-catalog-rows).",
         "",

@@ -77,6 +77,12 @@ class ReplicaTestCase(unittest.TestCase):
             release_request_connection()
             setRequest(None)
 
+    def replicas_back(self) -> None:
+        """Every standby running and caught up, and the time passed after
+        which the catalog asks a server it left alone again."""
+        self.cluster.restore()
+        time.sleep(replicas.RETRY_AFTER)
+
     def standby_ports(self) -> set[int]:
         return {self.cluster.standby_port(i) for i in range(self.cluster.count)}
 
@@ -123,10 +129,7 @@ class RoutingTest(ReplicaTestCase):
             self.assertEqual(self.found(SearchableText="granite"), ["new"])
         self.assertEqual(replicas.STATS["replica"], 0)
         self.assertGreaterEqual(replicas.STATS["lagging"], 1)
-        for index in range(2):
-            self.cluster.resume(index)
-        self.cluster.catch_up()
-        time.sleep(replicas.RETRY_AFTER)
+        self.replicas_back()
         self.assertEqual(self.found(SearchableText="granite"), ["new"])
         self.assertEqual(replicas.STATS["replica"], 1)
 
@@ -186,10 +189,7 @@ class FaultsTest(ReplicaTestCase):
             self.assertEqual(self.found(portal_type="Document"), ["pumice"])
         self.assertGreaterEqual(replicas.STATS["unavailable"], 1)
         replicas.forget()
-        for index in range(2):
-            self.cluster.start_standby(index)
-        self.cluster.catch_up()
-        time.sleep(replicas.RETRY_AFTER)
+        self.replicas_back()
         self.assertEqual(self.found(portal_type="Document"), ["pumice"])
         self.assertEqual(replicas.STATS["replica"], 1)
 

@@ -143,13 +143,10 @@ class Cluster:
         with psycopg.connect(self.dsn(), autocommit=True) as conn:
             target = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
         deadline = time.monotonic() + timeout
+        behind = "SELECT pg_wal_lsn_diff(%s, pg_last_wal_replay_lsn()) > 0"
         for index in range(self.count):
-            while True:
-                behind = self._on_standby(
-                    index, f"SELECT pg_wal_lsn_diff('{target}', pg_last_wal_replay_lsn()) > 0"
-                )[0][0]
-                if not behind:
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"standby {index} did not replay {target} within {timeout} s")
-                time.sleep(0.01)
+            with psycopg.connect(self.standby_dsn(index), autocommit=True) as conn:
+                while conn.execute(behind, [target]).fetchone()[0]:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"standby {index} did not replay {target} within {timeout} s")
+                    time.sleep(0.01)

@@ -48,6 +48,7 @@ __all__ = [
     "change_schema",
     "fetch",
     "jar_of",
+    "snapshot_tid",
     "storage_dsn",
     "storage_instance",
 ]
@@ -83,6 +84,12 @@ def _storage_of(jar):
     if storage is None or not hasattr(storage, "pg_connection"):
         return None
     return storage
+
+
+def snapshot_tid(jar: Any) -> int | None:
+    """The newest transaction id the snapshot of *jar*'s transaction holds
+    (zodb-pgjsonb polls it when the transaction begins); None without one."""
+    return getattr(_storage_of(jar), "_polled_tid", None)
 
 
 def storage_dsn(obj: Any) -> str | None:
@@ -292,8 +299,11 @@ def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: boo
     instance = _storage_of(jar)
     # an unguarded read (rows by id) leaves a session's timeout as it is
     timeout = settings.statement_timeout() if guarded else None
-    if read_dsn and instance is not None:
-        tid = replicas.required_tid(jar, instance)
+    # Replicas serve a transaction that has written nothing (its connection
+    # has not joined it: its own changes are on the primary alone), once
+    # they have replayed its snapshot
+    if read_dsn and instance is not None and getattr(jar, "_needs_to_join", True):
+        tid = snapshot_tid(jar)
         if tid is not None:
             rows = replicas.fetch(read_dsn, sql, params, timeout, tid, _in_request())
             if rows is not None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 from plone.pgcatalog.connection import jar_of
+from plone.pgcatalog.connection import snapshot_tid
 from plone.pgcatalog.row import CatalogRow
 from zope.interface import implementer
 
@@ -134,7 +135,7 @@ def changes_for(context: Any) -> Pending:
         jar._register()
     pending = get_pending(create=True)
     if pending.seen is None and jar is not None:
-        pending.seen = getattr(jar._storage, "_polled_tid", None)
+        pending.seen = snapshot_tid(jar)
     return pending
 
 

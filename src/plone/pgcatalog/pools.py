@@ -106,8 +106,9 @@ def timeout_sql(timeout: int, scope: str = "LOCAL") -> str:
     )
 
 
-# connection -> the statement timeout its session has
+# connection -> the statement timeout its session has (None: the server's)
 _session_timeouts: WeakKeyDictionary = WeakKeyDictionary()
+_NEW = object()  # a session the catalog has not set up yet
 
 
 def set_session(conn: psycopg.Connection, timeout: int | None) -> None:
@@ -116,11 +117,11 @@ def set_session(conn: psycopg.Connection, timeout: int | None) -> None:
     for reads of rows by id, which nothing makes slow), and JIT off (see
     :data:`~plone.pgcatalog.connection.NO_JIT`): a round trip only when the
     setting changed since the session last had it."""
-    known = _session_timeouts.get(conn, False)
-    if timeout is None and known is not False:
+    known = _session_timeouts.get(conn, _NEW)
+    if timeout is None and known is not _NEW:
         return
-    if known != timeout:
-        if known is False:
+    if known is _NEW or known != timeout:
+        if known is _NEW:
             conn.execute("SET SESSION jit = off")
         conn.execute(timeout_sql(timeout or 0, "SESSION"))
         _session_timeouts[conn] = timeout

@@ -38,7 +38,7 @@ import psycopg
 import time
 
 
-__all__ = ["CONNECT_WAIT", "RETRY_AFTER", "STATS", "fetch", "forget", "required_tid"]
+__all__ = ["CONNECT_WAIT", "RETRY_AFTER", "STATS", "fetch", "forget"]
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -62,16 +62,6 @@ new one when a server went away), at least."""
 
 POLL = 0.002
 """Seconds between two questions to a replica that is behind (doubling)."""
-
-
-def required_tid(jar: Any, instance: Any) -> int | None:
-    """The transaction a replica must have replayed to serve a read of
-    *jar*'s transaction on *instance* (zodb-pgjsonb's); None when only the
-    primary may serve it: the transaction has changed objects or catalog
-    rows (a connection that joined its transaction), or has no snapshot."""
-    if not getattr(jar, "_needs_to_join", True):
-        return None
-    return getattr(instance, "_polled_tid", None)
 
 
 def fetch(dsn: str, sql: str, params, timeout: int | None, tid: int, in_request: bool) -> list[tuple] | None:

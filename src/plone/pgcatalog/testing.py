@@ -377,15 +377,16 @@ class FaultServerLayer(Layer):
 FAULTS_PG_SERVER = FaultServerLayer(name="plone.pgcatalog:FaultsPGServer")
 
 
-class FaultsStartup(PGStartup):
-    """Zope on a fresh database of the fault layer's own server."""
+def site_layers(server: Layer, prefix: str) -> tuple[Layer, Layer, Layer]:
+    """Zope on a fresh database of *server*'s own, the site there, and
+    functional tests of it: ``plone.pgcatalog:<prefix>Startup``,
+    ``...Fixture`` and ``...Functional``."""
+    startup = PGStartup(bases=(server, zca.LAYER_CLEANUP), name=f"plone.pgcatalog:{prefix}Startup")
+    fixture = PGCatalogFixture(bases=(startup,), name=f"plone.pgcatalog:{prefix}Fixture")
+    return startup, fixture, PGFunctionalTesting(bases=(fixture,), name=f"plone.pgcatalog:{prefix}Functional")
 
-    defaultBases = (FAULTS_PG_SERVER, zca.LAYER_CLEANUP)
 
-
-FAULTS_STARTUP = FaultsStartup(name="plone.pgcatalog:FaultsStartup")
-FAULTS_FIXTURE = PGCatalogFixture(bases=(FAULTS_STARTUP,), name="plone.pgcatalog:FaultsFixture")
-FAULTS_TESTING = PGFunctionalTesting(bases=(FAULTS_FIXTURE,), name="plone.pgcatalog:FaultsFunctional")
+FAULTS_STARTUP, FAULTS_FIXTURE, FAULTS_TESTING = site_layers(FAULTS_PG_SERVER, "Faults")
 
 
 class ReplicaServerLayer(Layer):
@@ -412,13 +413,4 @@ class ReplicaServerLayer(Layer):
 
 REPLICA_PG_SERVER = ReplicaServerLayer(name="plone.pgcatalog:ReplicaPGServer")
 
-
-class ReplicaStartup(PGStartup):
-    """Zope on a fresh database of the replica layer's primary."""
-
-    defaultBases = (REPLICA_PG_SERVER, zca.LAYER_CLEANUP)
-
-
-REPLICA_STARTUP = ReplicaStartup(name="plone.pgcatalog:ReplicaStartup")
-REPLICA_FIXTURE = PGCatalogFixture(bases=(REPLICA_STARTUP,), name="plone.pgcatalog:ReplicaFixture")
-REPLICA_TESTING = PGFunctionalTesting(bases=(REPLICA_FIXTURE,), name="plone.pgcatalog:ReplicaFunctional")
+REPLICA_STARTUP, REPLICA_FIXTURE, REPLICA_TESTING = site_layers(REPLICA_PG_SERVER, "Replica")
