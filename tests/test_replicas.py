@@ -91,6 +91,7 @@ class RoutingTest(ReplicaTestCase):
     def test_searches_go_to_a_replica_that_has_replayed_the_snapshot(self):
         self.document("quartz", "Quartz")
         transaction.commit()
+        self.cluster.catch_up()  # (waiting for replay is the next test's)
         setRequest(self.layer["request"])
         self.assertEqual([b.getId for b in self.catalog(SearchableText="quartz")], ["quartz"])
         self.assertIn(int(held_connection().info.port), self.standby_ports())
@@ -156,6 +157,11 @@ class RoutingTest(ReplicaTestCase):
         other = open_pg_db(self.layer["pg_dsn"])
         self.addCleanup(other.close)
         misses = []
+        # a busy machine (CI runs two suites at once) may replay slower
+        # than the default wait: then the primary would answer them all
+        wait = mock.patch.dict(os.environ, {"PGCATALOG_REPLICA_WAIT": "2000"})
+        wait.start()
+        self.addCleanup(wait.stop)
         for i in range(30):
             self.document(f"ryw{i}", f"Saved {i}")
             transaction.commit()
