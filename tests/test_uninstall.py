@@ -32,6 +32,7 @@ from plone.pgcatalog.interfaces import IPGCatalogLayer
 
 import transaction
 import unittest
+from unittest import mock
 
 
 def definitions(catalog) -> dict:
@@ -123,6 +124,28 @@ class RoundTripTest(unittest.TestCase):
         transaction.commit()
         self.assertIsInstance(self.site.portal_catalog, PGCatalogTool)
         self.assertEqual(definitions(self.site.portal_catalog), stock_definitions)
+        self.assertEqual(findable(self.site), before)
+
+    def test_uninstall_catalogs_more_items_than_zcatalogs_threshold(self):
+        """ZCatalog collects the ZODB cache after every *threshold* (10,000)
+        items cataloged in one transaction, through its own jar: the new
+        tool must have one before it is filled, or a site of more items
+        fails to uninstall."""
+        installer = get_installer(self.site, self.layer["request"])
+        if not isinstance(self.site.portal_catalog, PGCatalogTool):
+            self.assertTrue(installer.install_product("plone.pgcatalog"))
+            transaction.commit()
+        before = findable(self.site)
+        init = CatalogTool.__init__
+
+        def small_threshold(tool, *args, **kwargs):
+            init(tool, *args, **kwargs)
+            tool.threshold = 5  # this site's 20-odd items stand for 10,000
+
+        with mock.patch.object(CatalogTool, "__init__", small_threshold):
+            self.assertTrue(installer.uninstall_product("plone.pgcatalog"))
+            transaction.commit()
+        self.assertIs(type(aq_base(self.site.portal_catalog)), CatalogTool)
         self.assertEqual(findable(self.site), before)
 
 

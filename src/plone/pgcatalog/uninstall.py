@@ -118,6 +118,12 @@ def restore_zcatalog(site: Any) -> CatalogTool:
     getSiteManager(site).registerUtility(aq_base(stock), ICatalogTool)
     site.portal_setup.getToolsetRegistry().addRequiredTool("portal_catalog", STOCK_TOOL_CLASS)
     site.portal_setup._p_changed = True
+    jar = getattr(aq_base(site), "_p_jar", None)
+    if jar is not None and aq_base(stock)._p_jar is None:
+        # ZCatalog collects the cache through its own jar after every
+        # 10,000 items it catalogs (maintain_zodb_cache): a new tool has
+        # none until the commit, and a larger site would fail here
+        jar.add(aq_base(stock))
     stock.clearFindAndRebuild()
     logger.info(
         "plone.pgcatalog uninstalled: ZCatalog back with %d indexes, rebuilt: %d items", len(defs), len(stock)
