@@ -78,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.install:
             seconds = reinstall(worker)
             items = len(worker.catalog)
-            result["install"] = {"seconds": round(seconds, 2), "items": items, "items_per_s": round(items / seconds)}
+            result["install"] = {
+                "seconds": round(seconds, 2),
+                "items": items,
+                "items_per_s": round(items / seconds),
+            }
             print(f"install: {items} items in {seconds:.1f} s, {items / seconds:.0f} items/s", flush=True)
         out = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-rebuild.json"
         out.write_text(json.dumps(result, indent=1))
