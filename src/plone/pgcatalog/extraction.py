@@ -415,6 +415,12 @@ class Walk:
         self._tools: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._acquired: dict[int, tuple[Any, dict[str, bool]]] = {}
 
+    def forget(self) -> None:
+        """Read everything again from now on: a walk that commits as it
+        goes (an install) sees the site as other transactions left it."""
+        self._tools.clear()
+        self._acquired.clear()
+
     def _of(self, catalog: Any, what: str, read: Callable[[Any], Any]) -> Any:
         base = aq_base(catalog)
         held = self._tools.get(id(base))

@@ -168,17 +168,19 @@ def catalog_in_batches(
     progress.done = len(done)
     jar = getattr(aq_base(catalog), "_p_jar", None)
     batch = 0
-    for path, item in content(site):
-        if done.get(zoid_of(item)) == path:
-            continue
-        catalog.catalog_object(item, path)
-        batch += 1
-        if batch >= every:
-            transaction.commit()
-            progress.step(batch)
-            batch = 0
-            if jar is not None:
-                jar.cacheGC()
+    with walking() as walk:  # (what it remembers holds for one transaction)
+        for path, item in content(site):
+            if done.get(zoid_of(item)) == path:
+                continue
+            catalog.catalog_object(item, path)
+            batch += 1
+            if batch >= every:
+                transaction.commit()
+                walk.forget()
+                progress.step(batch)
+                batch = 0
+                if jar is not None:
+                    jar.cacheGC()
     transaction.commit()
     progress.step(batch)
     progress.log(final=True)
