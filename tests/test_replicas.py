@@ -7,6 +7,10 @@ the user saw or wrote is ever shown."""
 from __future__ import annotations
 
 from pathlib import Path
+from test_faults import SLEEPING
+from test_faults import slow_relevance
+from test_faults import striking
+from test_faults import WAIT
 
 from plone import api
 from plone.app.testing import login
@@ -210,6 +214,50 @@ class FaultsTest(ReplicaTestCase):
         for _ in range(10):
             self.assertEqual(self.found(Title="slate"), ["slate"])
         self.assertGreaterEqual(replicas.STATS["replica"], 9)
+
+    def test_a_replay_conflict_leaves_the_search_to_the_primary(self):
+        """A standby cancels a read that holds up its replay (here at once:
+        ``max_standby_streaming_delay`` 0; 30 s by default): a lock the
+        primary took on a table the search reads.  The primary answers the
+        same search, without an error."""
+        self.document("tuff", "Tuff")
+        transaction.commit()
+        for index in range(2):
+            self.cluster.configure_standby(index, max_standby_streaming_delay="0")
+            self.addCleanup(self.cluster.configure_standby, index, max_standby_streaming_delay=None)
+        primary = self.layer["pg_dsn"]
+        standbys = [self.cluster.standby_dsn(i, self.dbname) for i in range(2)]
+
+        def sleeping() -> int:
+            """A standby's backend in the search (its scoring sleeps)."""
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                for dsn in standbys:
+                    with psycopg.connect(dsn, autocommit=True) as conn:
+                        found = conn.execute(SLEEPING).fetchone()
+                    if found:
+                        return found[0]
+                time.sleep(0.02)
+            raise AssertionError(f"no search sleeping on a standby within {WAIT} s")
+
+        with slow_relevance(primary) as put_back:
+            self.cluster.catch_up()
+            close_pools()  # no session with a plan made with the function as it was
+            transaction.abort()
+
+            def conflict(pid: int) -> None:
+                put_back()  # (the sleeping search keeps the function it began with)
+                with psycopg.connect(primary) as conn:
+                    conn.execute("SET lock_timeout = '10s'")
+                    conn.execute("LOCK TABLE pgcatalog_text_stats IN ACCESS EXCLUSIVE MODE")
+
+            started = time.monotonic()
+            with striking(sleeping, conflict):
+                found = self.found(SearchableText="tuff")
+        self.assertEqual(found, ["tuff"])
+        self.assertEqual(replicas.STATS["conflict"], 1)
+        self.assertEqual(replicas.STATS["replica"], 0)
+        self.assertLess(time.monotonic() - started, 25)  # not one sleep of 30 s
 
 
 def standby_statements(cluster, dbname: str) -> int:

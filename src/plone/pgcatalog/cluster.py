@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from psycopg import conninfo
+from psycopg import sql
 
 import os
 import psycopg
@@ -130,6 +131,18 @@ class Cluster:
     def _on_standby(self, index: int, sql: str) -> list[tuple]:
         with psycopg.connect(self.standby_dsn(index), autocommit=True) as conn:
             return conn.execute(sql).fetchall()
+
+    def configure_standby(self, index: int, **settings: str | None) -> None:
+        """Set (None: reset) server settings of standby *index*, reloaded."""
+        with psycopg.connect(self.standby_dsn(index), autocommit=True) as conn:
+            for name, value in settings.items():
+                if value is None:
+                    conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
+                else:
+                    conn.execute(
+                        sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+                    )
+            conn.execute("SELECT pg_reload_conf()")
 
     def pause(self, index: int) -> None:
         """Stop standby *index* replaying what the primary writes (lag)."""
