@@ -84,17 +84,24 @@ def terminate(dsn: str, pid: int) -> None:
         raise AssertionError(f"backend {pid} was not there to terminate")
 
 
-def backend_found(dsn: str, sql: str, params: tuple = ()) -> Callable[[], int]:
-    """A waiter for the pid *sql* finds (polled, at most ``WAIT`` seconds)."""
+def backend_found(dsns: str | list[str], sql: str, params: tuple = ()) -> Callable[[], int]:
+    """A waiter for the pid *sql* finds on one of *dsns* (polled, at most
+    ``WAIT`` seconds)."""
+    dsns = [dsns] if isinstance(dsns, str) else dsns
 
     def wait() -> int:
         deadline = time.monotonic() + WAIT
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        conns = [psycopg.connect(dsn, autocommit=True) for dsn in dsns]
+        try:
             while time.monotonic() < deadline:
-                found = conn.execute(sql, params).fetchone()
-                if found:
-                    return found[0]
+                for conn in conns:
+                    found = conn.execute(sql, params).fetchone()
+                    if found:
+                        return found[0]
                 time.sleep(0.02)
+        finally:
+            for conn in conns:
+                conn.close()
         raise AssertionError(f"no backend for {sql!r} {params} within {WAIT} s")
 
     return wait

@@ -7,10 +7,10 @@ the user saw or wrote is ever shown."""
 from __future__ import annotations
 
 from pathlib import Path
+from test_faults import backend_found
 from test_faults import SLEEPING
 from test_faults import slow_relevance
 from test_faults import striking
-from test_faults import WAIT
 
 from plone import api
 from plone.app.testing import login
@@ -228,17 +228,7 @@ class FaultsTest(ReplicaTestCase):
         primary = self.layer["pg_dsn"]
         standbys = [self.cluster.standby_dsn(i, self.dbname) for i in range(2)]
 
-        def sleeping() -> int:
-            """A standby's backend in the search (its scoring sleeps)."""
-            deadline = time.monotonic() + WAIT
-            while time.monotonic() < deadline:
-                for dsn in standbys:
-                    with psycopg.connect(dsn, autocommit=True) as conn:
-                        found = conn.execute(SLEEPING).fetchone()
-                    if found:
-                        return found[0]
-                time.sleep(0.02)
-            raise AssertionError(f"no search sleeping on a standby within {WAIT} s")
+        sleeping = backend_found(standbys, SLEEPING)  # a standby's backend in the search
 
         with slow_relevance(primary) as put_back:
             self.cluster.catch_up()

@@ -128,21 +128,20 @@ class Cluster:
 
     # -- replay
 
-    def _on_standby(self, index: int, sql: str) -> list[tuple]:
+    def _on_standby(self, index: int, *statements: str | sql.Composable) -> None:
         with psycopg.connect(self.standby_dsn(index), autocommit=True) as conn:
-            return conn.execute(sql).fetchall()
+            for statement in statements:
+                conn.execute(statement)
 
     def configure_standby(self, index: int, **settings: str | None) -> None:
         """Set (None: reset) server settings of standby *index*, reloaded."""
-        with psycopg.connect(self.standby_dsn(index), autocommit=True) as conn:
-            for name, value in settings.items():
-                if value is None:
-                    conn.execute(sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name)))
-                else:
-                    conn.execute(
-                        sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
-                    )
-            conn.execute("SELECT pg_reload_conf()")
+        changes = [
+            sql.SQL("ALTER SYSTEM RESET {}").format(sql.Identifier(name))
+            if value is None
+            else sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value))
+            for name, value in settings.items()
+        ]
+        self._on_standby(index, *changes, "SELECT pg_reload_conf()")
 
     def pause(self, index: int) -> None:
         """Stop standby *index* replaying what the primary writes (lag)."""

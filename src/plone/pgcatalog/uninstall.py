@@ -42,7 +42,7 @@ import psycopg
 import transaction
 
 
-__all__ = ["drop_catalog_schema", "fill_zcatalog", "restore_zcatalog", "uninstall", "zcatalog_extra"]
+__all__ = ["drop_catalog_schema", "restore_zcatalog", "uninstall", "zcatalog_extra"]
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -125,14 +125,14 @@ def restore_zcatalog(site: Any) -> CatalogTool:
         # 10,000 items it catalogs (maintain_zodb_cache): a new tool has
         # none until the commit, and a larger site would fail here
         jar.add(aq_base(stock))
-    fill_zcatalog(site, stock)
+    _fill_zcatalog(site, stock)
     logger.info(
         "plone.pgcatalog uninstalled: ZCatalog back with %d indexes, rebuilt: %d items", len(defs), len(stock)
     )
     return stock
 
 
-def fill_zcatalog(site: Any, stock: CatalogTool) -> None:
+def _fill_zcatalog(site: Any, stock: CatalogTool) -> None:
     """Catalog the content of *site* in the empty ZCatalog *stock*: the
     items CMFPlone's ``clearFindAndRebuild`` catalogs, in its order, but
     each at once instead of queued for the commit.  Queued, ZCatalog's
