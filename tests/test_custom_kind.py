@@ -95,8 +95,8 @@ class CustomKindTest(CatalogTestCase):
         counts._counts.clear()
         custom = {"title_length": {"query": 3, "range": "min"}, "portal_type": "Document"}
         self.assertEqual([len(self.catalog(**custom)), len(self.catalog(portal_type="Document"))], [2, 2])
-        for key, (generation, _) in counts._counts.items():
-            counts._counts.put(key, generation, 999)
+        for key, (generation, (_, stamp)) in counts._counts.items():
+            counts._counts.put(key, generation, (999, stamp))
         self.portal["five"].setSubject(["other"])
         self.portal["five"].reindexObject(idxs=["Subject"])
         transaction.commit()

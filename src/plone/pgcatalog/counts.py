@@ -25,14 +25,25 @@ when the generation is the one it was made at, and counts otherwise
 (PostgreSQL evaluates the subquery only on that branch).  A transaction
 with pending catalog changes reads its own rows: it counts, and remembers
 nothing.
+
+A count asked for alone (``len()`` of a batch, of a page of scored
+matches) is also brought up to date where what it reads changed: the
+remembered number plus the rows the commits since changed as they are,
+minus the same rows as they were (the change log: :mod:`~plone.pgcatalog.changes`),
+so that a new item on a busy site does not make every count again.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import itemgetter
+from plone.pgcatalog.changes import ALL
+from plone.pgcatalog.changes import SINCE
+from plone.pgcatalog.changes import signed_rows
 from plone.pgcatalog.connection import storage_dsn
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import get_pending
@@ -43,7 +54,7 @@ from typing import Any
 import threading
 
 
-__all__ = ["Count", "Remembered", "count_column", "statement_key", "unchanged_key"]
+__all__ = ["Count", "Remembered", "count_column", "count_statement", "statement_key", "unchanged_key"]
 
 SIZE = 1024
 """Counts remembered per process (the least recently used go first)."""
@@ -83,6 +94,9 @@ class Remembered:
 
 
 _counts = Remembered(SIZE)
+"""Counts by :func:`unchanged_key`: (generation, (number, stamp)), the
+stamp of the commit the count was made at where the statement read it
+(:func:`count_statement`), else None."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +112,7 @@ class Count:
     def remember(self, number: int, generation: str | None) -> None:
         """Keep *number* as read by the statement with its generation."""
         if self.key is not None and generation is not None:
-            _counts.put(self.key, generation, number)
+            _counts.put(self.key, generation, (number, None))
 
 
 def unchanged_key(catalog: Any, site: str, key: Hashable | None) -> Hashable | None:
@@ -145,12 +159,46 @@ def count_column(
     known = _counts.get(key)
     if known is None:
         return Count(f"{counting}, {generation}", counting_params, key)
-    stamp, number = known
+    known_generation, (number, _) = known
     return Count(
         f"CASE WHEN {generation} = %s THEN %s::bigint ELSE {subquery} END, {generation}",
-        [stamp, number, *params],
+        [known_generation, number, *params],
         key,
     )
+
+
+def count_statement(
+    catalog: Any, where: str, params: list, reads: Iterable[str], key: Hashable | None, site: str
+) -> tuple[str, list, Callable[[tuple], int]]:
+    """A statement of its own counting ``ROWS WHERE where`` (arguments as
+    :func:`count_column`'s), and what makes the number of its one row
+    (and remembers it).  A remembered count stands while what it reads is
+    unchanged; else the change log brings it up to date
+    (:func:`~plone.pgcatalog.changes.signed_rows`), or, where the log
+    cannot tell, every matching row is counted."""
+    key = unchanged_key(catalog, site, key)
+    if key is None:  # this transaction's own changes are in the count
+        return f"SELECT count(*) FROM {ROWS} WHERE {where}", params, itemgetter(0)
+    reads = frozenset(reads)
+    generation = generation_sql(reads)
+    known_generation, (number, stamp) = _counts.get(key) or (None, (0, None))
+    since, signed, signed_params = signed_rows("0", where, params, site, stamp, custom="*" in reads)
+    sql = (
+        f"WITH {since},\n{_SIGNED} AS MATERIALIZED ({signed})\n"
+        f"SELECT CASE WHEN {generation} = %s THEN %s::bigint"
+        f" ELSE (CASE WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN 0 ELSE %s::bigint END)"
+        f" + (SELECT COALESCE(sum(sign), 0) FROM {_SIGNED})::bigint END, {generation}, (SELECT stamp FROM {SINCE})"
+    )
+
+    def made(row: tuple) -> int:
+        counted, made_at, now = row
+        _counts.put(key, made_at, (counted, now))
+        return counted
+
+    return sql, [*signed_params, known_generation, number, number], made
+
+
+_SIGNED = "pgcatalog_signed"
 
 
 def _key(*parts: Any) -> Hashable | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.counts import count_column
+from plone.pgcatalog.counts import count_statement
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
@@ -40,7 +41,6 @@ from plone.pgcatalog.query import sort_names
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import Statement
 from plone.pgcatalog.query import top_sql
-from plone.pgcatalog.query.page import count_sql
 from plone.pgcatalog.query.page import keyed_count_sql
 from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
@@ -156,10 +156,8 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     snippets = Snippets(stmt.scored, catalog.lexicons, partial(load_texts, catalog.tool)) if stmt.scored else None
 
     def count() -> int:
-        column = count_column(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
-        number, generation = read(catalog.tool, *count_sql(column), site=catalog.site)[0]
-        column.remember(number, generation)
-        return number
+        sql, params, made = count_statement(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
+        return made(read(catalog.tool, sql, params, site=catalog.site)[0])
 
     try:
         b_start, b_size, limit = _batch(query)  # as given (canonical() makes tuples lists)

@@ -31,7 +31,6 @@ __all__ = [
     "Ordering",
     "Row",
     "add_sort",
-    "count_sql",
     "keyed_count_sql",
     "ordered_sql",
     "scored_rows",
@@ -149,12 +148,6 @@ def _sort_key(index: r.IndexDef, expr: str) -> str:
     if index.kind == r.DATE_RECURRING:
         return f"ARRAY(SELECT o.v::bigint FROM jsonb_array_elements_text({expr}) WITH ORDINALITY AS o(v, n) ORDER BY o.n)"
     return expr
-
-
-def count_sql(count: Count) -> tuple[str, list]:
-    """The number of matches alone (a batch's ``actual_result_count``),
-    with the generation it was read at (:mod:`~plone.pgcatalog.counts`)."""
-    return f"SELECT {count.sql}", count.params
 
 
 def keyed_count_sql(stmt: Statement, ordering: Ordering, limit: int) -> tuple[str, list]:
