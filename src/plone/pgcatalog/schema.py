@@ -56,7 +56,7 @@ __all__ = [
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
@@ -72,7 +72,9 @@ needs INSERT on it: grant it again); 8: rows keep the text their
 SearchableText was made of (``indexed_text``), which snippets quote; 9:
 the change log (``CHANGE_LOG``: the run-time role needs INSERT and
 DELETE on ``pgcatalog_changes`` and ``pgcatalog_commits``, UPDATE on the
-latter: grant it again), from which facet counts are brought up to date."""
+latter: grant it again), from which facet counts are brought up to date;
+10: the full text's cells (``TEXT_CELLS``), from which a one-word search
+reads its best matches without scoring every one (``cells``)."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -121,6 +123,7 @@ CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CAT
 {HOT_KEYS_INDEX};
 {EXPIRING};
 {TEXT_STATISTICS}
+{TEXT_CELLS}
 {LEXICON}
 {CHANGE_LOG}
 {NOTE_CHANGES}"""
@@ -149,6 +152,43 @@ HOT_KEYS_INDEX = (
     "CREATE INDEX IF NOT EXISTS pgcatalog_hot_keys ON object_state (portal_type, review_state, zoid) "
     "INCLUDE (allowed_roles_and_users, effective_start, effective_end, path) WHERE portal_type IS NOT NULL"
 )
+
+
+# The full text's *cells* (relevance.first_page): each word of a row's
+# SearchableText under a key of its frequency's class and the row length's
+# class, "<f class> <length class> <word>", in a GIN index.  The classes are
+# width_bucket()s of the edges below (integer comparisons, the same in SQL
+# and Python): bucket i holds [edge i-1, edge i - 1], 0 what lies below the
+# first edge, the last everything from the last edge on.  A frequency the
+# positions cannot tell is the row's word counts' (as pgcatalog_occurrences).
+# A word that often in a row is rare: from RARE_FREQUENCY on, a frequency
+# class is one cell whatever the length (length class 0).
+FREQUENCY_EDGES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192, 256, 512, 1024)
+RARE_FREQUENCY = 16
+
+
+def _length_edges(last: int = 1 << 24) -> tuple[int, ...]:
+    """Row lengths in steps of about 6 %: a cell's best score is then close
+    to its rows'."""
+    edges = [1]
+    while edges[-1] < last:
+        edges.append(max(edges[-1] + 1, -(-edges[-1] * 106 // 100)))
+    return tuple(edges)
+
+
+LENGTH_EDGES = _length_edges()
+TEXT_CELLS = f"""CREATE OR REPLACE FUNCTION pgcatalog_cells(vector tsvector, counts jsonb)
+RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT array_agg(width_bucket(f.f, '{{{",".join(map(str, FREQUENCY_EDGES))}}}'::int[])
+                     || ' ' || CASE WHEN f.f >= {RARE_FREQUENCY} THEN 0 ELSE d.bucket END || ' ' || u.lexeme)
+      FROM unnest(vector) AS u,
+           LATERAL (SELECT GREATEST(COALESCE((counts -> 1 ->> u.lexeme)::float8::int, cardinality(u.positions)), 1) AS f) AS f,
+           (SELECT width_bucket(COALESCE((counts ->> 0)::float8::int, 0),
+                                '{{{",".join(map(str, LENGTH_EDGES))}}}'::int[]) AS bucket) AS d
+$$;
+CREATE INDEX IF NOT EXISTS pgcatalog_text_cells ON object_state
+    USING gin (pgcatalog_cells(searchable_text, word_counts -> {text_literal(r.SEARCHABLE_TEXT)}))
+    {GIN_OPTIONS} WHERE searchable_text IS NOT NULL;"""
 
 
 # The items that expire, by their end: few on most sites, and what counts

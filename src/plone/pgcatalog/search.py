@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.cells import best_rows
+from plone.pgcatalog.cells import one_word
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
 from plone.pgcatalog.counts import statement_key
@@ -41,6 +43,7 @@ from plone.pgcatalog.query import sort_names
 from plone.pgcatalog.query import sort_spec
 from plone.pgcatalog.query import Statement
 from plone.pgcatalog.query import top_sql
+from plone.pgcatalog.query.indexquery import criterion_keys
 from plone.pgcatalog.query.page import keyed_count_sql
 from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
@@ -52,9 +55,12 @@ from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.results import MIN_WINDOW
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.snippets import Snippets
+from plone.pgcatalog.text import lexeme
 from plone.pgcatalog.errors import UnservedIndex
 from typing import Any
 from ZTUtils.Lazy import LazyCat
+
+import math
 
 
 __all__ = ["Catalog", "Plan", "all_records", "search"]
@@ -110,9 +116,26 @@ class Plan:
     count_key: Hashable | None  # counts.statement_key of where
     ranked: tuple[str, list] | None  # relevance.ranked_sql over the committed rows, for a text query
     spec: list[tuple[r.IndexDef, bool]]  # sort_spec of the query
+    # a one-word full-text query ordered by relevance: the word, and the
+    # WHERE (with its parameters) of the query's other criteria, whose best
+    # matches come from the text's cells (cells.best_rows)
+    cells: tuple[str, str, list] | None = None
 
 
-def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan | None:
+def _cells_plan(ordering: Ordering, rest: Callable[[], Statement | None]) -> tuple[str, str, list] | None:
+    """:attr:`Plan.cells` of a query, None where it is no one-word
+    SearchableText query ordered by relevance; *rest* compiles the query
+    without its SearchableText criterion."""
+    word = one_word(ordering.scored)
+    if word is None:
+        return None
+    others = rest()
+    return (word, others.where_sql(), others.params) if others is not None else (word, CATALOGED, [])
+
+
+def _plan(
+    spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None, rest: Callable[[], Statement | None]
+) -> Plan | None:
     if stmt is None:
         return None
     ordering = add_sort(stmt, spec)
@@ -127,6 +150,7 @@ def _plan(spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None) -> Plan |
         statement_key(where, stmt.params),
         ranked,
         spec,
+        _cells_plan(ordering, rest),
     )
 
 
@@ -142,7 +166,13 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
 
     def make(lexicons: Mapping[str, Any]) -> Plan | None:
         spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
-        return _plan(spec, build(canonical(query), defs, lexicons, catalog.path))
+
+        def rest() -> Statement | None:
+            text = defs[r.SEARCHABLE_TEXT]
+            others = {key: value for key, value in query.items() if key not in criterion_keys(query, text)}
+            return build(canonical(others), defs, lexicons, catalog.path)
+
+        return _plan(spec, build(canonical(query), defs, lexicons, catalog.path), rest)
 
     try:
         plan = compiled(catalog.tool, query, defs, catalog.lexicons, catalog.path, make)
@@ -153,10 +183,14 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if plan is None:
         return LazyCat([])
     stmt, ordering, where, reads, spec = plan.stmt, plan.ordering, plan.where, plan.reads, plan.spec
-    snippets = Snippets(stmt.scored, catalog.lexicons, partial(load_texts, catalog.tool)) if stmt.scored else None
+    snippets = (
+        Snippets(stmt.scored, catalog.lexicons, partial(load_texts, catalog.tool)) if stmt.scored else None
+    )
 
     def count() -> int:
-        sql, params, made = count_statement(catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site)
+        sql, params, made = count_statement(
+            catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site
+        )
         return made(read(catalog.tool, sql, params, site=catalog.site)[0])
 
     try:
@@ -201,6 +235,17 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         )
 
     if b_size is None:
+        best = _best_rows(catalog, plan, MIN_ROWS)
+        if best is not None:
+            return _results(
+                catalog,
+                best,
+                length=len(best) if len(best) < MIN_ROWS else None,
+                total=len(best) if len(best) < MIN_ROWS else None,
+                count=count,
+                load_rows=partial(_rows_with_metadata, select),
+                snippets=snippets,
+            )
         return _all_matches(catalog, select, snippets)
 
     end = b_start + b_size if limit is None else min(b_start + b_size, limit)
@@ -209,7 +254,10 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         size = _bounded(max(0, end - b_start))
         # a page is about to be shown: its metadata comes with its rows
         metadata = 0 < size <= MAX_PAGE
-        if size and ordering.walks(offset + size):
+        best = _best_rows(catalog, plan, offset + size) if size and offset + size <= MAX_BEST else None
+        if best is not None:
+            rows, metadata = best[offset:], False
+        elif size and ordering.walks(offset + size):
             sql, params = top_sql(stmt, ordering, offset + size, offset, metadata)
             rows = list(map(Row, read(catalog.tool, sql, params, site=catalog.site, generic=True)))
         else:
@@ -231,6 +279,60 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     rows = first[slice(b_start, b_start + b_size)]
     total = len(first) if not limited or len(first) < limit else None
     return _results(catalog, rows, length=len(rows), total=total, count=count, snippets=snippets)
+
+
+MAX_BEST = 1000
+"""The longest page taken from the text's cells (cells.best_rows)."""
+
+
+def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
+    """The first *needed* rows of a one-word full-text query in relevance
+    order from the text's cells (:mod:`~plone.pgcatalog.cells`), or None
+    where they do not serve: another query, this transaction's own
+    changes (its rows are laid over the table, which the cells index), or
+    a walk that read too many rows."""
+    if plan.cells is None or has_changes(get_pending()):
+        return None
+    word, where, params = plan.cells
+    tool, site = catalog.tool, catalog.site
+    stats = read(tool, _TEXT_STATS, [r.SEARCHABLE_TEXT], site=site)
+    if not stats:
+        return None
+    documents, words = stats[0]
+    text = catalog.indexes[r.SEARCHABLE_TEXT]
+    holding = f"{text.expression()} @@ %s::tsquery"
+    sql, count_params, made = count_statement(
+        tool, holding, [lexeme(word)], {text.changes}, statement_key(holding, [lexeme(word)]), site
+    )
+    df = made(read(tool, sql, count_params, site=site)[0])
+    best = best_rows(partial(_read_rows, catalog), word, where, params, documents, words, df, needed)
+    if best is None:
+        return None
+    a, b = plan.stmt.scale
+    top = a * best[0][2] + b if best else 0
+    if best and top == 0:
+        raise ZeroDivisionError("float division by zero")  # (as scored_rows)
+    return [
+        Row(
+            (
+                zoid,
+                path,
+                a * score + b,
+                math.trunc(100.0 * float(a * score + b) / float(top)),
+                None,
+                None,
+                None,
+            )
+        )
+        for zoid, path, score in best
+    ]
+
+
+_TEXT_STATS = "SELECT documents::float8, words::float8 FROM pgcatalog_text_stats WHERE index_name = %s"
+
+
+def _read_rows(catalog: Catalog, sql: str, params: list) -> list[tuple]:
+    return read(catalog.tool, sql, params, site=catalog.site)
 
 
 def all_records(catalog: Catalog) -> CatalogResults:

@@ -1,0 +1,159 @@
+"""The best matches of a one-word full-text search, without scoring them all.
+
+ZCatalog orders the matches of a text query by their Okapi BM25 scores
+(:mod:`~plone.pgcatalog.relevance`), so the first page of a word that a
+tenth of a large site holds would score every one of them.  For one word
+a row's score depends only on the word's frequency *f* in it and its
+length *dl* (the word's idf and the mean length are the same for every
+row): it grows with *f* and falls with *dl*.  The order of two (f, dl)
+pairs still depends on the mean length, which moves as the site grows, so
+no order can be kept once and for all; the rows are kept in *cells*
+instead: each word of a row's SearchableText is indexed under its
+frequency's class and the row length's class (``schema.TEXT_CELLS``).
+
+For the mean length and idf of the moment, a cell's best possible score
+is that of its largest *f* and smallest *dl*.  :func:`best_rows` reads the
+cells best bound first, a batch of them per statement (the rows with the
+query's other criteria and the security terms applied, scored exactly as
+the full statement scores them), and stops once the last of the rows
+wanted scores above the bound of every cell left: ties go on being read,
+as ZCatalog breaks them by record id.  The answer is the full
+statement's first rows, whatever the mean length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from plone.pgcatalog import registry as r
+from plone.pgcatalog.schema import FREQUENCY_EDGES
+from plone.pgcatalog.schema import LENGTH_EDGES
+from plone.pgcatalog.schema import RARE_FREQUENCY
+from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.text import lexeme
+from plone.pgcatalog.text import MAX_LEXEME_BYTES
+from plone.pgcatalog.values import text_literal
+
+from typing import Any
+
+import heapq
+import math
+
+
+__all__ = ["CELLS", "best_rows", "cell_bounds", "okapi", "one_word"]
+
+_COUNTS = f"word_counts -> {text_literal(r.SEARCHABLE_TEXT)}"
+CELLS = f"pgcatalog_cells(searchable_text, {_COUNTS})"
+"""The indexed expression (``schema.TEXT_CELLS``): a query must spell it so."""
+
+FIRST_BATCH = 64
+"""Cells read by the first statement; each next one reads _GROWTH times as many."""
+_GROWTH = 2
+FEW = 2_000
+"""A word held by at most this many rows is scored whole: the statement that
+scores every match is as quick, and a walk would read every cell to be
+sure none is left."""
+MAX_READ = 5_000
+"""Rows read before the walk gives up for the statement that scores every
+match: the query's other criteria keep few of the word's rows."""
+
+
+def one_word(scored: Sequence[Any]) -> str | None:
+    """The word of a query whose relevance order *scored* (``Ordering.scored``)
+    is one word of SearchableText, the index the cells serve; else None."""
+    if len(scored) != 1 or scored[0].index.column != "searchable_text":
+        return None
+    tree = scored[0].tree
+    if tree.nodeType() != "ATOM" or len(tree.getValue().encode("utf-8")) > MAX_LEXEME_BYTES:
+        return None
+    return tree.getValue()
+
+
+def okapi(f: float, dl: float, meandoclen: float, idf1024: float) -> int:
+    """``pgcatalog_okapi`` in Python (bounds only: the scores come from SQL)."""
+    return math.trunc(f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / meandoclen)) * idf1024 + 0.5)
+
+
+def _range(edges: tuple[int, ...], bucket: int) -> tuple[float, float]:
+    """The values ``width_bucket(value, edges)`` puts in *bucket*."""
+    low = edges[bucket - 1] if bucket > 0 else 0
+    high = edges[bucket] - 1 if bucket < len(edges) else math.inf
+    return low, high
+
+
+def cell_bounds(meandoclen: float, idf1024: float) -> Iterator[tuple[int, int, int]]:
+    """``(bound, f bucket, length bucket)`` of every cell, best bound first:
+    a walk over the grid from its best corner (highest frequency, shortest
+    rows), each cell after those that bound it.  A rare frequency's class
+    is one cell (length bucket 0)."""
+    top_f, rare = len(FREQUENCY_EDGES), FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
+
+    def bound(fb: int, lb: int) -> int:
+        f = _range(FREQUENCY_EDGES, fb)[1]
+        dl = _range(LENGTH_EDGES, lb)[0]
+        if math.isinf(f):
+            return math.trunc(2.2 * idf1024 + 0.5)  # (f / (f + k) tends to 1)
+        return okapi(f, dl, meandoclen, idf1024)
+
+    start = (top_f, 0)
+    heap = [(-bound(*start), *start)]
+    seen = {start}
+    while heap:
+        negative, fb, lb = heapq.heappop(heap)
+        yield -negative, fb, lb
+        for cell in ((fb - 1, lb), (fb, lb + 1) if fb < rare else (0, 0)):
+            if cell[0] >= 1 and cell[1] <= len(LENGTH_EDGES) and cell not in seen:
+                seen.add(cell)
+                heapq.heappush(heap, (-bound(*cell), *cell))
+
+
+def best_rows(
+    read: Callable[[str, list], list[tuple]],
+    word: str,
+    where: str,
+    params: list,
+    documents: float,
+    words: float,
+    df: int,
+    needed: int,
+) -> list[tuple[int, str, int]] | None:
+    """The *needed* best ``(zoid, path, score)`` of the rows holding *word*
+    in their SearchableText and matching *where* (with *params*), best
+    first, ties by record id, highest first; all of them where fewer match.
+    *documents* and *words* are the index's statistics, *df* the number
+    of its rows holding *word*; *read(sql, params)* runs a statement over
+    the catalog rows.  None where the word is held by :data:`FEW` rows or
+    fewer, or where the walk read more than :data:`MAX_READ` rows without
+    an answer: the caller scores every match instead."""
+    if not df or not documents:
+        return []
+    if df <= FEW:
+        return None
+    meandoclen = words / documents
+    idf1024 = math.log(1.0 + documents / df) * 1024.0
+    f = f"COALESCE(({_COUNTS} -> 1 ->> %s)::float8, pgcatalog_occurrences(searchable_text, %s, %s::tsquery))"
+    sql = (
+        f"SELECT object_state.zoid, object_state.path, pgcatalog_okapi({f}, ({_COUNTS} ->> 0)::float8,"
+        " %s::float8 / %s::float8, ln(1.0::float8 + %s::float8 / %s::bigint) * 1024.0::float8)"
+        f" FROM {ROWS} WHERE {CELLS} && %s::text[] AND searchable_text IS NOT NULL AND {where}"
+    )
+    head = [word, word, lexeme(word), words, documents, documents, df]
+    best: list[tuple[int, int, str]] = []  # (score, zoid, path), the best first
+    cells = cell_bounds(meandoclen, idf1024)
+    batch, following, read_rows = FIRST_BATCH, next(cells, None), 0
+    while following is not None:
+        keys = []
+        while following is not None and len(keys) < batch:
+            keys.append(f"{following[1]} {following[2]} {word}")
+            following = next(cells, None)
+        rows = read(sql, [*head, keys, *params])
+        read_rows += len(rows)
+        if read_rows > MAX_READ:
+            return None
+        best = sorted([*best, *((score, zoid, path) for zoid, path, score in rows)], reverse=True)[:needed]
+        # (the bound is Python's float arithmetic: one more for its rounding)
+        if len(best) == needed and following is not None and best[-1][0] > following[0] + 1:
+            break
+        batch *= _GROWTH
+    return [(zoid, path, score) for score, zoid, path in best]

@@ -1,0 +1,199 @@
+"""The best matches of a one-word search, read from the full text's cells
+(plone.pgcatalog.cells) instead of scoring every match.
+
+The answer must be ZCatalog's (scores, order, lengths; ties, whose record
+ids differ between the catalogs, as sets) and exactly that of the
+statement that scores every match (ties by record id included), for
+every user, with the query's other criteria, on pages, past the first
+rows, and where the walk gives up.
+"""
+
+from helpers import relpaths
+from plone import api
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import cells
+from plone.pgcatalog import search
+from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
+from Products.CMFCore.indexing import processQueue
+from Products.ZCatalog.plan import PriorityMap
+from unittest import mock
+from zope.component.hooks import setSite
+
+import contextlib
+import random
+import transaction
+import unittest
+
+
+FILLER = ("amber", "birch", "cedar", "delta", "ember", "fjord", "glade", "heron", "inlet", "juniper")
+
+QUERIES = [
+    {"SearchableText": "quartz"},
+    {"SearchableText": {"query": "quartz"}},
+    {"SearchableText": "Quartz", "portal_type": "Document"},
+    {"SearchableText": "quartz", "Subject": "kept"},
+    {"SearchableText": "quartz", "path": "shelf"},  # (below the site searched)
+    {"SearchableText": "quartz", "review_state": "published"},
+    {"SearchableText": "quartz", "b_start": 0, "b_size": 5},
+    {"SearchableText": "quartz", "b_start": 5, "b_size": 5},
+    {"SearchableText": "quartz", "b_start": 70, "b_size": 10},
+    {"SearchableText": "nosuchword"},
+    {"SearchableText": "amber"},  # every document holds it
+]
+
+
+def build(site, seed=34, count=70):
+    """Documents whose texts hold "quartz" from 0 to 40 times in lengths
+    from 3 to 600 words; some texts alike (ties), some private."""
+    rng = random.Random(seed)
+    setSite(site)
+    login(site.aq_parent, SITE_OWNER_NAME)
+    site.portal_workflow.setChainForPortalTypes(("Document", "Folder"), "simple_publication_workflow")
+    shelf = api.content.create(container=site, type="Folder", id="shelf", title="Shelf")
+    api.content.transition(obj=shelf, transition="publish")
+    texts = []
+    for i in range(count):
+        if texts and rng.random() < 0.2:
+            text = rng.choice(texts)  # a tie
+        else:
+            length = rng.choice([3, 10, 40, 80, 150, 300, 600])
+            quartz = rng.choice([0, 1, 1, 1, 2, 2, 3, 5, 8, 17, 40])
+            words = [rng.choice(FILLER) for _ in range(length)] + ["quartz"] * quartz
+            rng.shuffle(words)
+            text = " ".join(words)
+        texts.append(text)
+        doc = api.content.create(
+            container=shelf if rng.random() < 0.4 else site,
+            type="Document",
+            id=f"doc-{i:03d}",
+            title=f"Doc {i:03d}",
+            description=text,
+            subject=("kept",) if rng.random() < 0.5 else (),
+        )
+        if rng.random() < 0.7:
+            api.content.transition(obj=doc, transition="publish")
+    transaction.commit()
+
+
+@contextlib.contextmanager
+def walks():
+    """Count the searches answered from the cells (a list of their lengths)."""
+    answered = []
+
+    def spy(*args, **kw):
+        found = cells.best_rows(*args, **kw)
+        if found is not None:
+            answered.append(len(found))
+        return found
+
+    with mock.patch.object(search, "best_rows", spy):
+        yield answered
+
+
+def found(site, query):
+    PriorityMap.clear()
+    setSite(site)
+    if "path" in query:
+        query = {**query, "path": "/".join([*site.getPhysicalPath(), query["path"]])}
+    results = site.portal_catalog.searchResults(dict(query))
+    scores = [(b.data_record_score_, b.data_record_normalized_score_) for b in results]
+    return relpaths(site, results), scores, len(results), results.actual_result_count
+
+
+def every_match_scored(site, query):
+    """Our answer from the statement that scores every match."""
+    with mock.patch.object(search, "_best_rows", lambda *args: None):
+        return found(site, query)
+
+
+class CellsTest(unittest.TestCase):
+    layer = DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        app = self.layer["app"]
+        self.pg, self.z = app["plone"], app["zplone"]
+        for site in (self.pg, self.z):
+            build(site)
+        # a word held by so few rows is scored whole on a real site
+        few = mock.patch.object(cells, "FEW", 0)
+        few.start()
+        self.addCleanup(few.stop)
+
+    def compare(self, who):
+        with walks() as answered:
+            for query in QUERIES:
+                what = f"{who}: {query!r}"
+                ours = found(self.pg, query)
+                self.assertEqual(ours, every_match_scored(self.pg, query), what)
+                zpaths, zscores, *zlen = found(self.z, query)
+                paths, scores, *lengths = ours
+                self.assertEqual(lengths, zlen, what)
+                self.assertEqual(scores, zscores, what)  # position by position
+                self.assertEqual(
+                    sorted(zip(scores, paths, strict=True)), sorted(zip(zscores, zpaths, strict=True)), what
+                )
+        # every query came from the cells (the word nobody holds: from its count)
+        self.assertEqual(len(answered), len(QUERIES), who)
+        return answered
+
+    def test_as_manager(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.compare("manager")
+
+    def test_a_cell_at_a_time(self):
+        # (each statement reads the next cell: every stop is tested)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        with mock.patch.object(cells, "FIRST_BATCH", 1), mock.patch.object(cells, "_GROWTH", 1):
+            self.compare("a cell at a time")
+
+    def test_as_anonymous(self):
+        logout()
+        self.compare("anonymous")
+
+    def test_past_the_first_rows(self):
+        # the first rows come from the cells, the rest from the statement
+        # that scores every match, in the same order
+        login(self.layer["app"], SITE_OWNER_NAME)
+        with mock.patch.object(search, "MIN_ROWS", 4), walks() as answered:
+            for query in ({"SearchableText": "quartz"}, {"SearchableText": "amber"}):
+                results = self.pg.portal_catalog.searchResults(dict(query))
+                self.assertEqual(results.row_queries, 0)
+                paths = relpaths(self.pg, results)  # walks them all
+                self.assertGreater(results.row_queries, 0)
+                self.assertEqual(paths, every_match_scored(self.pg, query)[0])
+                self.assertEqual(len(paths), len(results))
+        self.assertEqual(answered, [4, 4])
+
+    def test_a_walk_that_reads_too_much_gives_up(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "quartz", "portal_type": "Document"}
+        with mock.patch.object(cells, "MAX_READ", 3), walks() as answered:
+            self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+        self.assertEqual(answered, [])
+
+    def test_a_word_held_by_few_rows_is_scored_whole(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "quartz"}
+        with mock.patch.object(cells, "FEW", 1000), walks() as answered:
+            self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+        self.assertEqual(answered, [])
+
+    def test_a_transaction_with_changes_of_its_own_scores_them(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for site in (self.pg, self.z):
+            setSite(site)
+            api.content.create(container=site, type="Document", id="new", title="Quartz quartz quartz quartz")
+            processQueue()  # (ZCatalog's search would not see it yet)
+        query = {"SearchableText": "quartz"}
+        with walks() as answered:
+            paths, scores, *lengths = found(self.pg, query)
+        self.assertEqual(answered, [])
+        self.assertIn("/new", paths)
+        zpaths, zscores, *zlengths = found(self.z, query)
+        self.assertEqual((scores, lengths), (zscores, zlengths))
+        transaction.commit()
+        with walks() as answered:
+            self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+        self.assertEqual(answered, [lengths[0]])
