@@ -125,12 +125,12 @@ class Plan:
 def _cells_plan(ordering: Ordering, rest: Callable[[], Statement | None]) -> tuple[str, str, list] | None:
     """:attr:`Plan.cells` of a query, None where it is no one-word
     SearchableText query ordered by relevance; *rest* compiles the query
-    without its SearchableText criterion."""
+    without its SearchableText criterion (None: no other criterion)."""
     word = one_word(ordering.scored)
     if word is None:
         return None
     others = rest()
-    return (word, others.where_sql(), others.params) if others is not None else (word, CATALOGED, [])
+    return (word, CATALOGED, []) if others is None else (word, others.where_sql(), others.params)
 
 
 def _plan(
@@ -170,6 +170,8 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
         def rest() -> Statement | None:
             text = defs[r.SEARCHABLE_TEXT]
             others = {key: value for key, value in query.items() if key not in criterion_keys(query, text)}
+            # (None only where no index is named: a part of a query that
+            # matches something matches something)
             return build(canonical(others), defs, lexicons, catalog.path)
 
         return _plan(spec, build(canonical(query), defs, lexicons, catalog.path), rest)
