@@ -54,7 +54,15 @@ from typing import Any
 import threading
 
 
-__all__ = ["Count", "Remembered", "count_column", "count_statement", "statement_key", "unchanged_key"]
+__all__ = [
+    "Count",
+    "Remembered",
+    "count_column",
+    "count_statement",
+    "remembered_count",
+    "statement_key",
+    "unchanged_key",
+]
 
 SIZE = 1024
 """Counts remembered per process (the least recently used go first)."""
@@ -199,6 +207,15 @@ def count_statement(
 
 
 _SIGNED = "pgcatalog_signed"
+
+
+def remembered_count(catalog: Any, site: str, key: Hashable | None) -> int | None:
+    """The count this process last made of the statement *key* (arguments
+    as :func:`count_statement`'s), whatever changed since; None where it
+    made none (or it is not to be remembered).  A hint, never an answer."""
+    key = unchanged_key(catalog, site, key)
+    known = None if key is None else _counts.get(key)
+    return None if known is None else known[1][0]
 
 
 def _key(*parts: Any) -> Hashable | None:

@@ -20,10 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog import cells
 from plone.pgcatalog.cells import best_rows
 from plone.pgcatalog.cells import one_word
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
+from plone.pgcatalog.counts import remembered_count
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
@@ -297,16 +299,23 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         return None
     word, where, params = plan.cells
     tool, site = catalog.tool, catalog.site
-    stats = read(tool, _TEXT_STATS, [r.SEARCHABLE_TEXT], site=site)
-    if not stats:
-        return None
-    documents, words = stats[0]
     text = catalog.indexes[r.SEARCHABLE_TEXT]
-    holding = f"{text.expression()} @@ %s::tsquery"
-    sql, count_params, made = count_statement(
-        tool, holding, [lexeme(word)], {text.changes}, statement_key(holding, [lexeme(word)]), site
+    holding, holding_params = f"{text.expression()} @@ %s::tsquery", [lexeme(word)]
+    key = statement_key(holding, holding_params)
+    known = remembered_count(tool, site, key)
+    if known is not None and known <= cells.FEW:  # (the word's rows are scored whole: no round trip)
+        return None
+    # the rows holding the word (its df), and the index's statistics
+    sql, count_params, made = count_statement(tool, holding, holding_params, {text.changes}, key, site)
+    found = read(
+        tool,
+        f"SELECT * FROM ({sql}) AS df, ({_TEXT_STATS}) AS s",
+        [*count_params, r.SEARCHABLE_TEXT],
+        site=site,
     )
-    df = made(read(tool, sql, count_params, site=site)[0])
+    if not found:
+        return None
+    df, documents, words = made(found[0][:3]), *found[0][3:]
     best = best_rows(partial(_read_rows, catalog), word, where, params, documents, words, df, needed)
     if best is None:
         return None
