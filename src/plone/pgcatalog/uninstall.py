@@ -184,7 +184,7 @@ def _drop_sql(objects: list[str]) -> str:
             "DROP FUNCTION IF EXISTS pgcatalog_count_words(), pgcatalog_fold_words(), pgcatalog_add_words(), "
             "pgcatalog_note_changes(), pgcatalog_stamp_noted(), pgcatalog_stamp(), "
             "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text), "
-            "pgcatalog_occurrences(tsvector, text, tsquery)",
+            "pgcatalog_occurrences(tsvector, text, tsquery), pgcatalog_cells(tsvector, jsonb)",
             "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words, pgcatalog_schema, "
             "pgcatalog_changes, pgcatalog_commits",
         ]
