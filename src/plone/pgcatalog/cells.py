@@ -23,6 +23,7 @@ statement's first rows, whatever the mean length.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Sequence
@@ -133,27 +134,46 @@ def best_rows(
     meandoclen = words / documents
     idf1024 = math.log(1.0 + documents / df) * 1024.0
     f = f"COALESCE(({_COUNTS} -> 1 ->> %s)::float8, pgcatalog_occurrences(searchable_text, %s, %s::tsquery))"
+    # each cell's rows in turn (a nested loop over the keys, in order: OFFSET
+    # 0 keeps the subquery apart, scanned for each key), so that LIMIT
+    # stops the statement at the cell that fills the page
     sql = (
-        f"SELECT object_state.zoid, object_state.path, pgcatalog_okapi({f}, ({_COUNTS} ->> 0)::float8,"
-        " %s::float8 / %s::float8, ln(1.0::float8 + %s::float8 / %s::bigint) * 1024.0::float8)"
-        f" FROM {ROWS} WHERE {CELLS} && %s::text[] AND searchable_text IS NOT NULL AND {where}"
+        "SELECT k.i, r.* FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL ("
+        f"SELECT pgcatalog_okapi({f}, ({_COUNTS} ->> 0)::float8, %s::float8 / %s::float8,"
+        " ln(1.0::float8 + %s::float8 / %s::bigint) * 1024.0::float8), object_state.zoid, object_state.path"
+        f" FROM {ROWS} WHERE {CELLS} && ARRAY[k.key] AND searchable_text IS NOT NULL AND {where} OFFSET 0) AS r"
+        " LIMIT %s"
     )
-    head = [word, word, lexeme(word), words, documents, documents, df]
-    best: list[tuple[int, int, str]] = []  # (score, zoid, path), the best first
+    head = [word, word, lexeme(word), words, documents, documents, df, *params]
+    best: list[tuple[int, int, str]] = []  # (score, zoid, path) of cells read whole, the best first
     cells = cell_bounds(meandoclen, idf1024)
-    batch, following, read_rows = FIRST_BATCH, next(cells, None), 0
-    while following is not None:
-        keys = []
-        while following is not None and len(keys) < batch:
-            keys.append(f"{following[1]} {following[2]} {word}")
-            following = next(cells, None)
-        rows = read(sql, [*head, keys, *params])
-        read_rows += len(rows)
-        if read_rows > MAX_READ:
-            return None
-        best = sorted([*best, *((score, zoid, path) for zoid, path, score in rows)], reverse=True)[:needed]
+    queued: deque[tuple[int, int, int]] = deque()  # cells to read before the next ones
+    batch, whole, read_rows = FIRST_BATCH, False, 0
+    while True:
+        # once the page is full, only cells that may beat its last row
         # (the bound is Python's float arithmetic: one more for its rounding)
-        if len(best) == needed and following is not None and best[-1][0] > following[0] + 1:
-            break
+        last = best[-1][0] - 1 if len(best) == needed else None
+        keys = []
+        while len(keys) < (1 if whole else batch):
+            cell = queued.popleft() if queued else next(cells, None)
+            if cell is None or (last is not None and cell[0] < last):
+                queued.clear()
+                break
+            keys.append(cell)
+        if not keys:
+            return [(zoid, path, score) for score, zoid, path in best]
+        limit = MAX_READ + 1 if whole or last is not None else needed - len(best)
+        rows = read(sql, [[f"{fb} {lb} {word}" for _, fb, lb in keys], *head, limit])
+        read_rows += len(rows)
+        if read_rows > MAX_READ or any(a[0] > b[0] for a, b in zip(rows, rows[1:], strict=False)):
+            return None  # (or the cells came out of order: the statement scores every match)
+        whole = False
+        if len(rows) == limit and last is None:
+            # the page filled up in the cell of the last row, which may be
+            # cut short: it is read whole next, then the cells after it
+            cut = rows[-1][0]
+            queued.extendleft(reversed(keys[cut - 1 :]))
+            rows = [row for row in rows if row[0] < cut]
+            whole = True
+        best = sorted([*best, *((score, zoid, path) for _, score, zoid, path in rows)], reverse=True)[:needed]
         batch *= _GROWTH
-    return [(zoid, path, score) for score, zoid, path in best]
