@@ -13,12 +13,14 @@ frequency's class and the row length's class (``schema.TEXT_CELLS``).
 
 For the mean length and idf of the moment, a cell's best possible score
 is that of its largest *f* and smallest *dl*.  :func:`best_rows` reads the
-cells best bound first, a batch of them per statement (the rows with the
-query's other criteria and the security terms applied, scored exactly as
-the full statement scores them), and stops once the last of the rows
-wanted scores above the bound of every cell left: ties go on being read,
-as ZCatalog breaks them by record id.  The answer is the full
-statement's first rows, whatever the mean length.
+cells best bound first, a batch of them per statement, each cell's rows
+in turn (the query's other criteria and the security terms filter them;
+each is scored exactly as the full statement scores it); a statement
+stops in the cell that fills the page, which the next reads whole.  The
+walk ends once the last of the rows wanted scores above the bound of
+every cell left: ties go on being read, as ZCatalog breaks them by
+record id.  The answer is the full statement's first rows, whatever the
+mean length.  Only a word held by many rows is walked (:data:`FEW`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import lexeme
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.values import text_literal
-
 from typing import Any
 
 import heapq
