@@ -9,6 +9,7 @@ rows, and where the walk gives up.
 """
 
 from helpers import relpaths
+from test_relevance import scored
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
@@ -18,7 +19,6 @@ from plone.pgcatalog import counts
 from plone.pgcatalog import search
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from Products.CMFCore.indexing import processQueue
-from Products.ZCatalog.plan import PriorityMap
 from unittest import mock
 from zope.component.hooks import setSite
 
@@ -94,13 +94,10 @@ def walks():
 
 
 def found(site, query):
-    PriorityMap.clear()
-    setSite(site)
+    """``test_relevance.scored`` of *query*, a path in it below *site*."""
     if "path" in query:
         query = {**query, "path": "/".join([*site.getPhysicalPath(), query["path"]])}
-    results = site.portal_catalog.searchResults(dict(query))
-    scores = [(b.data_record_score_, b.data_record_normalized_score_) for b in results]
-    return relpaths(site, results), scores, len(results), results.actual_result_count
+    return scored(site, query)
 
 
 def every_match_scored(site, query):

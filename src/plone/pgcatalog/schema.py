@@ -154,7 +154,7 @@ HOT_KEYS_INDEX = (
 )
 
 
-# The full text's *cells* (relevance.first_page): each word of a row's
+# The full text's *cells* (cells.best_rows): each word of a row's
 # SearchableText under a key of its frequency's class and the row length's
 # class, "<f class> <length class> <word>", in a GIN index.  The classes are
 # width_bucket()s of the edges below (integer comparisons, the same in SQL

@@ -317,11 +317,11 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         return None
     df, documents, words = made(found[0][:3]), *found[0][3:]
     best = best_rows(partial(_read_rows, catalog), word, where, params, documents, words, df, needed)
-    if best is None:
-        return None
+    if not best:
+        return best
     a, b = plan.stmt.scale
-    top = a * best[0][2] + b if best else 0
-    if best and top == 0:
+    top = a * best[0][2] + b
+    if top == 0:
         raise ZeroDivisionError("float division by zero")  # (as scored_rows)
     return [
         Row(
