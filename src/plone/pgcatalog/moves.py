@@ -13,9 +13,6 @@ each object below it has reindexed only:
   (``notifyModified`` sets the date and adds the user to the creators),
   and the metadata columns that follow them (:data:`LOCATION_FREE_COLUMNS`
   keep their stored values);
-- ``allowedRolesAndUsers``, when the old and the new parent differ in the
-  roles that may view what they contain or in the local roles they pass
-  down (a rename keeps the parent, so it never does);
 - every index and metadata column that Plone does not define itself: an
   add-on's indexer may read the object's place.
 
@@ -26,13 +23,17 @@ cataloged in full, as ZCatalog would catalog it; and when CMFCore's queue
 merges the move's reindex with another one of the same object (an edit
 after the move, in the same transaction), the object is cataloged in full,
 as ZCatalog then does.
+
+``allowedRolesAndUsers`` is not in the plan: what the folder's new place
+passes down may still change in the same transaction (its sharing, its
+new parent's).  The folder's subtree is checked from the objects as they
+are before the next search and at commit (:mod:`plone.pgcatalog.security`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
 from dataclasses import dataclass
 from dataclasses import replace
@@ -44,8 +45,9 @@ from plone.pgcatalog.values import parsed_metadata
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
+from plone.pgcatalog.security import note_subtree
+from plone.pgcatalog.security import SECURITY_INDEX
 from Products.CMFCore.indexing import processQueue
-from Products.CMFCore.utils import _mergedLocalRoles
 from Products.CMFCore.utils import getToolByName
 from weakref import WeakKeyDictionary
 
@@ -83,11 +85,6 @@ LOCATION_FREE_COLUMNS = frozenset(
 paths relative to the object); the others (``modified``,
 ``ModificationDate``, ``Date``, ``Creator``, ``listCreators``, and every
 column Plone does not define) are read again."""
-
-SECURITY_INDEX = "allowedRolesAndUsers"
-# CMFPlone's allowedRolesAndUsers reads the roles of one of these (6.2:
-# "Access contents information", before: "View")
-_PERMISSIONS = ("View", "Access contents information")
 
 
 @dataclass(frozen=True)
@@ -132,6 +129,7 @@ def _plan_for(ob: Any, event: Any) -> Plan | None:
         # paths: the move then only moves their rows
         processQueue()
         plan = _plan(catalog, event)
+        note_subtree(catalog, event.object)
     _plans[event] = plan
     return plan
 
@@ -141,9 +139,11 @@ def _plan(catalog: Any, event: Any) -> Plan | None:
     paths = [name for name, index in defs.items() if index.kind == r.PATH]
     if not paths:
         return None
-    follow = [name for name in defs if name not in LOCATION_FREE_INDEXES and name not in paths]
-    if SECURITY_INDEX in follow and _same_security(event.oldParent, event.newParent):
-        follow.remove(SECURITY_INDEX)
+    follow = [
+        name
+        for name in defs
+        if name not in LOCATION_FREE_INDEXES and name not in paths and name != SECURITY_INDEX
+    ]
     folder = "/".join(event.object.getPhysicalPath())
     # a range of the C-collated path: the path index finds it; one read
     # for the rows' places and their stored metadata
@@ -153,23 +153,6 @@ def _plan(catalog: Any, event: Any) -> Plan | None:
     metadata = {zoid: meta for zoid, _, meta in rows if meta is not None}
     metadata.update(pending_metadata(get_pending(), cataloged))
     return Plan(tuple(paths + follow), columns, cataloged, metadata)
-
-
-def _same_security(old: Any, new: Any) -> bool:
-    return aq_base(old) is aq_base(new) or _passed_down(old) == _passed_down(new)
-
-
-def _passed_down(parent: Any) -> tuple:
-    """What *parent* passes down to what it contains, for
-    ``allowedRolesAndUsers``: the roles with the permissions it reads, and
-    the local roles (borg.localrole's, with their providers)."""
-    roles = tuple(tuple(sorted(rolesForPermissionOn(p, parent))) for p in _PERMISSIONS)
-    acl_users = getToolByName(parent, "acl_users", None)
-    if hasattr(aq_base(acl_users), "_getAllLocalRoles"):
-        local = acl_users._getAllLocalRoles(parent)
-    else:
-        local = _mergedLocalRoles(parent)
-    return roles, tuple(sorted((user, tuple(sorted(granted))) for user, granted in local.items()))
 
 
 def _zoid(obj: Any) -> int | None:

@@ -42,6 +42,7 @@ class Pending:
     reordered: dict = field(default_factory=dict)  # container path -> container (see positions)
     moving: dict = field(default_factory=dict)  # zoid -> (old path, moves.Plan): below a moving folder
     moved: dict = field(default_factory=dict)  # zoid -> moves.Plan of its queued reindex
+    secured: set[int] = field(default_factory=set)  # zoids of subtrees to check (see security)
     seen: int | None = None  # the tid of the snapshot the rows were computed in (see processor)
 
     def catalog(self, zoid: int, row: CatalogRow) -> None:
@@ -84,6 +85,7 @@ class Pending:
             dict(self.reordered),
             dict(self.moving),
             dict(self.moved),
+            set(self.secured),
         )
 
     def restore(self, other: Pending) -> None:
@@ -91,6 +93,7 @@ class Pending:
         self.rows, self.removed, self.written = dict(other.rows), dict(other.removed), set(other.written)
         self.ddl, self.emptied, self.cleared = list(other.ddl), other.emptied, dict(other.cleared)
         self.reordered, self.moving, self.moved = dict(other.reordered), dict(other.moving), dict(other.moved)
+        self.secured = set(other.secured)
 
     def clear(self, site: str) -> None:
         """Forget everything: the catalog rows of the site at path *site*

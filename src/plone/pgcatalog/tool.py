@@ -57,6 +57,8 @@ from plone.pgcatalog import report
 from plone.pgcatalog import zmi
 from plone.pgcatalog.report import searching
 from plone.pgcatalog.search import all_records
+from plone.pgcatalog.security import hook as security_hook
+from plone.pgcatalog.security import secure
 from plone.pgcatalog.search import Catalog
 from plone.pgcatalog.search import search
 from plone.pgcatalog.suggestions import suggestions as text_suggestions
@@ -303,6 +305,7 @@ class PGCatalogTool(UniqueObject, Folder):
         if kept is not None:
             row = replace(row, meta=kept)
         changes_for(self).catalog(zoid, row)
+        security_hook(self)
 
     def _decide_value_types(self, defs: dict[str, r.IndexDef], values: dict) -> None:
         """Indexes added empty learn what they hold from their first value
@@ -336,6 +339,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(ManageZCatalogEntries)
     def uncatalog_object(self, uid):
         changes_for(self).uncatalog(uid)
+        security_hook(self)
 
     @security.private
     def indexObject(self, object, idxs=None):
@@ -455,6 +459,13 @@ class PGCatalogTool(UniqueObject, Folder):
     # past the security filter (docs/reference.md, "What the catalog
     # publishes").
 
+    def _process_queue(self) -> None:
+        """CMFCore's indexing queue, then the subtrees whose security this
+        transaction may have changed (see :mod:`plone.pgcatalog.security`):
+        what a search reads is what the commit will write."""
+        processQueue()
+        secure(self)
+
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict (see :mod:`plone.pgcatalog.search`)."""
         return searching(query, partial(search, self._as_searched()))
@@ -481,7 +492,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @zpublish(False)
     def searchResults(self, query=None, **kw):
         """Search as the current user: Plone's security terms always apply."""
-        processQueue()
+        self._process_queue()
         return self._search(self._as_user(query, kw))
 
     @security.protected(SearchZCatalog)
@@ -490,7 +501,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Per value of each index in *facets*, the matches of the query
         (as ``searchResults`` takes it, security terms included) with that
         index's own criterion left out (see :mod:`plone.pgcatalog.facets`)."""
-        processQueue()
+        self._process_queue()
         return facet_counts(self._as_searched(), self._as_user(query, kw), facets)
 
     @security.protected(SearchZCatalog)
@@ -499,7 +510,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """"Did you mean": up to *limit* other texts for the query's text
         (as ``searchResults`` takes the query), whose words items the user
         may see hold (see :mod:`plone.pgcatalog.suggestions`)."""
-        processQueue()
+        self._process_queue()
         return text_suggestions(self._as_searched(), self._as_user(query, kw), limit)
 
     def _as_user(self, query, kw: dict) -> dict:
@@ -546,7 +557,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.private
     def unrestrictedSearchResults(self, REQUEST=None, **kw):
-        processQueue()
+        self._process_queue()
         return self._search(merge_query(REQUEST, **kw))
 
     @security.private
@@ -556,7 +567,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(SearchZCatalog)
     @zpublish(False)
     def search(self, query_request, sort_index=None, reverse=0, limit=None, merge=1):
-        processQueue()
+        self._process_queue()
         query = dict(query_request)
         query = self._secured(query, not self.allow_inactive(query))
         if sort_index is not None:
@@ -568,7 +579,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.private
     def getCounter(self) -> int:
-        processQueue()
+        self._process_queue()
         counter = fetch(self, "SELECT value FROM pgcatalog_counter WHERE id = 1", [], guarded=False)[0][0]
         # the commit bumps the counter once for this transaction's changes
         return counter + 1 if has_changes(get_pending()) else counter
