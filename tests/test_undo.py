@@ -11,12 +11,18 @@ undoes both transactions together.
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
+from AccessControl.SecurityManagement import newSecurityManager
+from AccessControl.SecurityManagement import noSecurityManager
+from AccessControl.SpecialUsers import nobody
 from plone.pgcatalog import processor
+from plone.pgcatalog import undo
+from Testing.makerequest import makerequest
 from plone.pgcatalog.testing import HISTORY_DIFFERENTIAL_TESTING
 from zope.component.hooks import setSite
 
 from unittest import mock
 
+import threading
 import transaction
 import unittest
 
@@ -145,3 +151,127 @@ class UndoTest(unittest.TestCase):
         self.app._p_jar.sync()
         self.assertEqual(catalog.getCounter(), counter + 1)
         self.assertEqual(len(catalog.unrestrictedSearchResults(portal_type="Document")), 3)
+
+
+class UndoWindowTest(unittest.TestCase):
+    """Between an undo's commit and its repair, another request (a worker
+    with a connection of its own) finds nothing its user may not see
+    once the undo is done: the rows the undo may have made stale are
+    hidden in the undo's own transaction.  A repair that fails leaves them
+    hidden."""
+
+    layer = HISTORY_DIFFERENTIAL_TESTING
+
+    def setUp(self):
+        self.app = self.layer["app"]
+        self.site = self.app["plone"]
+        login(self.app, SITE_OWNER_NAME)
+        setSite(self.site)
+        site = self.site
+        site.portal_workflow.setChainForPortalTypes(("Document", "Folder"), "simple_publication_workflow")
+        api.user.create(email="jane@example.org", username="jane", password="secret-secret")
+        folder = api.content.create(container=site, type="Folder", id="f", title="Folder")
+        api.content.create(container=folder, type="Document", id="d", title="Alpha")
+        sub = api.content.create(container=folder, type="Folder", id="sub", title="Sub")
+        api.content.create(container=sub, type="Document", id="deep", title="Deep")
+        public = api.content.create(container=site, type="Folder", id="public", title="Public")
+        api.content.transition(obj=public, transition="publish")
+        public.manage_setLocalRoles("jane", ["Reader"])
+        public.reindexObjectSecurity()
+        transaction.commit()
+        self.root = "/".join(site.getPhysicalPath())
+
+    def seen(self) -> dict:
+        """What Anonymous, jane and admin find now, from a worker of its own."""
+        found: dict = {}
+
+        def work():
+            conn = self.app._p_jar.db().open()
+            try:
+                app = makerequest(conn.root()["Application"])
+                site = app.unrestrictedTraverse(self.root)
+                setSite(site)
+                users = {
+                    "Anonymous": nobody,
+                    "jane": site.acl_users.getUserById("jane"),
+                    "admin": app.acl_users.getUserById(SITE_OWNER_NAME),
+                }
+                for name, user in users.items():
+                    folder = app.acl_users if name == "admin" else site.acl_users
+                    newSecurityManager(None, user.__of__(folder) if name != "Anonymous" else user)
+                    found[name] = sorted(b.getPath()[len(self.root) :] for b in site.portal_catalog(path=self.root))
+            finally:
+                noSecurityManager()
+                setSite(None)
+                transaction.abort()
+                conn.close()
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        return found
+
+    def undo_last(self, repaired: bool = True) -> dict:
+        """Undo the last transaction; what the worker found between its
+        commit and the repair."""
+        window = {}
+        real = undo.repair
+
+        def repair(db, repairs):
+            window.update(self.seen())
+            if repaired:
+                real(db, repairs)
+
+        tid = self.app._p_jar.db().undoLog(0, 1)[0]["id"]
+        with mock.patch.object(undo, "repair", repair):
+            self.app._p_jar.db().undoMultiple([tid])
+            transaction.commit()
+        self.app._p_jar.sync()
+        return window
+
+    def assertNothingMore(self, window: dict, after: dict) -> None:
+        for user in ("Anonymous", "jane"):
+            self.assertEqual(sorted(set(window[user]) - set(after[user])), [], f"{user} in the window")
+
+    def changed_and_undone(self, change, repaired: bool = True):
+        before = self.seen()
+        setSite(self.site)
+        change(self.site)
+        transaction.commit()
+        self.assertNotEqual(self.seen(), before)
+        window = self.undo_last(repaired)
+        after = self.seen()
+        if repaired:
+            self.assertEqual(after, before)
+        self.assertNothingMore(window, before)
+        return window, after
+
+    def test_undone_publish(self):
+        self.changed_and_undone(lambda site: api.content.transition(obj=site["f"], transition="publish"))
+
+    def test_undone_share(self):
+        def share(site):
+            site["f"].manage_setLocalRoles("jane", ["Reader"])
+            site["f"].reindexObjectSecurity()
+
+        self.changed_and_undone(share)
+
+    def test_undone_move_into_a_shared_folder(self):
+        self.changed_and_undone(lambda site: api.content.move(source=site["f"]["sub"], target=site["public"]))
+
+    def test_undone_rename(self):
+        def rename(site):
+            site["public"].manage_pasteObjects(site["f"].manage_cutObjects(["sub"]))
+            api.content.rename(obj=site["public"]["sub"], new_id="renamed")
+
+        self.changed_and_undone(rename)
+
+    def test_undone_delete(self):
+        self.changed_and_undone(lambda site: api.content.delete(obj=site["f"]["sub"]))
+
+    def test_a_failed_repair_leaves_the_rows_hidden(self):
+        window, after = self.changed_and_undone(
+            lambda site: api.content.transition(obj=site["f"], transition="publish"), repaired=False
+        )
+        self.assertNotIn("/f", after["Anonymous"])
+        self.assertIn("/f", after["admin"])  # who may see everything still finds it

@@ -29,6 +29,7 @@ from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import BUMP_COUNTER
 from plone.pgcatalog.schema import DEFERRED_NOW
 from plone.pgcatalog.schema import NOTE_EVERYTHING
+from plone.pgcatalog.undo import hide
 from plone.pgcatalog.undo import plan_repair
 from plone.pgcatalog.undo import schedule
 from plone.pgcatalog.values import array_literal
@@ -148,11 +149,15 @@ class CatalogStateProcessor:
         return row.sql_params(catalog_row)
 
     def undone(self, cursor, tid: int, restored: list[int], deleted: list[int], entries: dict) -> None:
-        """An undo is restoring *restored*: catalog them again once it has
-        committed (see :mod:`plone.pgcatalog.undo`).  The undo changes the
-        catalog already (rows it deletes, states it restores): it counts
-        as a catalog change (``getCounter``, :mod:`~plone.pgcatalog.counts`)."""
-        schedule(transaction.get(), plan_repair(cursor, restored, entries))
+        """An undo is restoring *restored*: the rows whose security it may
+        change are hidden in its own transaction, and all are cataloged
+        again once it has committed (see :mod:`plone.pgcatalog.undo`).  The
+        undo changes the catalog already (rows it deletes, states it
+        restores): it counts as a catalog change (``getCounter``,
+        :mod:`~plone.pgcatalog.counts`)."""
+        repairs = plan_repair(cursor, restored, entries)
+        hide(cursor, repairs)
+        schedule(transaction.get(), repairs)
         cursor.execute(NOTE_EVERYTHING)
         cursor.execute(BUMP_COUNTER)
 

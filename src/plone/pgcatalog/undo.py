@@ -15,7 +15,15 @@ restored:
   (an undone delete, add, move or rename);
 - the whole subtree, where the undo changed the object's local roles or
   permission settings (an undone workflow transition or sharing change),
-  which its descendants' ``allowedRolesAndUsers`` acquire.
+  which its descendants' ``allowedRolesAndUsers`` acquire, or its name (an
+  undone rename), and of every object the undo puts into a folder or takes
+  out of one (an undone move).
+
+Until then those subtrees' rows would show what they showed before the
+undo, to those who could see it then: an undone publish to Anonymous, an
+undone move at its old place.  So the undo's own transaction hides them
+(:func:`hide`): their ``allowedRolesAndUsers`` become :data:`HIDDEN` and
+stay so if the repair fails.
 
 Objects the undo deletes (created in the undone transaction) take their
 catalog data with their rows.
@@ -32,7 +40,11 @@ from plone.pgcatalog.database import select
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.rebuild import catalog_tree
 from plone.pgcatalog.rebuild import catalogable
+from plone.pgcatalog.row import STAMP_COLUMN
+from plone.pgcatalog.row import typed_sets
 from plone.pgcatalog.schema import CATALOGED
+from plone.pgcatalog.security import SECURITY_INDEX
+from plone.pgcatalog.security import settings
 from plone.pgcatalog.values import array_literal
 from psycopg.rows import tuple_row
 from Testing.makerequest import makerequest
@@ -43,11 +55,12 @@ from zope.globalrequest import setRequest
 from zope.component.interfaces import ISite
 
 import logging
+import orjson
 import threading
 import transaction
 
 
-__all__ = ["Repair", "plan_repair", "repair", "schedule"]
+__all__ = ["HIDDEN", "Repair", "hide", "plan_repair", "repair", "schedule"]
 
 logger = logging.getLogger("plone.pgcatalog")
 
@@ -81,17 +94,6 @@ class Repair:
     subtree: bool  # its security settings changed: catalog everything below too
 
 
-def _security(state) -> dict:
-    """The local roles and permission settings in an object's state."""
-    if not isinstance(state, dict):
-        return {}
-    return {
-        key: value
-        for key, value in state.items()
-        if key.startswith("__ac_local_roles") or (key.startswith("_") and key.endswith("_Permission"))
-    }
-
-
 def plan_repair(cur: Any, restored: list[int], entries: dict) -> list[Repair]:
     """What to catalog again once the undo of *restored* objects commits
     (run inside the undo's commit, on the database as it was before)."""
@@ -100,13 +102,62 @@ def plan_repair(cur: Any, restored: list[int], entries: dict) -> list[Repair]:
     with cur.connection.cursor(row_factory=tuple_row) as owners:
         owners.execute(_OWNERS, (array_literal(restored),))
         found = owners.fetchall()
-    repairs = []
+        # objects the undo puts into a container or takes out of one: the
+        # references of a restored folder (or of its BTree's buckets) change
+        entered_or_left = set()
+        for zoid in restored:
+            before, after = _revisions(entries, zoid)
+            entered_or_left |= set(before.get("refs") or ()) ^ set(after.get("refs") or ())
+        if entered_or_left:
+            owners.execute(
+                f"SELECT zoid, path FROM object_state WHERE zoid = ANY(%s::bigint[]) AND {CATALOGED}",
+                (array_literal(entered_or_left),),
+            )
+            moved = owners.fetchall()
+        else:
+            moved = []
+    repairs = [Repair(path, True) for _, path in moved]
     for zoid, path in found:
-        entry = entries.get(zoid) or {}
-        before, after = entry.get("before") or {}, entry.get("after") or {}
-        changed = _security(before.get("state")) != _security(after.get("state"))
+        before, after = (revision.get("state") for revision in _revisions(entries, zoid))
+        changed = settings(before) != settings(after) or _name(before) != _name(after)
         repairs.append(Repair(path, changed))
     return repairs
+
+
+def _revisions(entries: dict, zoid: int) -> tuple[dict, dict]:
+    entry = entries.get(zoid) or {}
+    return entry.get("before") or {}, entry.get("after") or {}
+
+
+def _name(state: Any) -> Any:
+    """The id an object's state gives it (a rename changes it)."""
+    return (state.get("id"), state.get("__name__")) if isinstance(state, dict) else None
+
+
+HIDDEN = ("Manager",)
+"""The security terms of a row an undo may have made stale, until it is
+cataloged again: only who may see everything finds it."""
+
+
+def hide(cur: Any, repairs: list[Repair]) -> None:
+    """Hide the rows the *repairs* will catalog again in whole subtrees (an
+    undone workflow change, sharing, move or rename), in the undo's own
+    transaction: whether or not the repair after it succeeds, no other
+    request reads their security as it was before the undo."""
+    roots = [item.path for item in _outermost(repairs) if item.subtree]
+    if not roots:
+        return
+    hidden = orjson.dumps(list(HIDDEN)).decode()
+    new_idx = f"jsonb_set(idx, '{{{SECURITY_INDEX}}}', %(hidden)s::jsonb)"
+    # the undo's tid is not in the log yet: any tid after the newest one
+    # tells a concurrent commit that the rows changed (processor.check_concurrent)
+    stamp = f"{STAMP_COLUMN} = (SELECT max(tid) + 1 FROM transaction_log)"
+    for root in roots:
+        cur.execute(
+            f"UPDATE object_state SET idx = {new_idx}, {typed_sets(new_idx)}, {stamp} "
+            "WHERE idx IS NOT NULL AND (path = %(root)s OR (path >= %(below)s AND path < %(after)s))",
+            {"hidden": hidden, "root": root, "below": root + "/", "after": root + "0"},
+        )
 
 
 def schedule(txn: Any, repairs: list[Repair]) -> None:
