@@ -199,7 +199,9 @@ class UndoWindowTest(unittest.TestCase):
                 for name, user in users.items():
                     folder = app.acl_users if name == "admin" else site.acl_users
                     newSecurityManager(None, user.__of__(folder) if name != "Anonymous" else user)
-                    found[name] = sorted(b.getPath()[len(self.root) :] for b in site.portal_catalog(path=self.root))
+                    found[name] = sorted(
+                        b.getPath()[len(self.root) :] for b in site.portal_catalog(path=self.root)
+                    )
             finally:
                 noSecurityManager()
                 setSite(None)
