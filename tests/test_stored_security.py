@@ -26,6 +26,8 @@ from Products.CMFCore.indexing import processQueue
 from test_moves import without_searches_during_moves
 from zope.annotation.interfaces import IAnnotations
 from zope.component.hooks import setSite
+from zope.event import notify
+from ZPublisher.pubevents import PubBeforeCommit
 
 import transaction
 
@@ -123,9 +125,11 @@ def folder_of(top):
     raise LookupError(top)
 
 
-class StoredSecurityTest(BothSitesTestCase):
+class TreesTestCase(BothSitesTestCase):
+    """Both sites with the trees of :data:`VARIANTS`, and the checks."""
+
     maxDiff = None
-    quiet = False
+    quiet = False  # True: without plone.app.discussion's moved handler (see module)
 
     def setUp(self):
         super().setUp()
@@ -139,15 +143,6 @@ class StoredSecurityTest(BothSitesTestCase):
             for variant in VARIANTS:
                 tree(site, variant)
             transaction.commit()
-
-    def steps(self, site, move, change, variant):
-        """Run *variant*'s steps on *site*; True where it commits between."""
-        top = site[variant]
-        if variant.startswith("move"):
-            move(top)
-            return variant.endswith("commit"), lambda: change(folder_of(top))
-        change(folder_of(top))
-        return variant.endswith("commit"), lambda: move(top)
 
     def found(self, site, user: str | None) -> dict:
         """What *user* (None: Anonymous) finds of the trees, by path and by word."""
@@ -199,6 +194,19 @@ class StoredSecurityTest(BothSitesTestCase):
             if not self.quiet:
                 assertSameFound(self, self.found(stock, user), got, who + ", stock ZCatalog")
 
+
+class StoredSecurityTest(TreesTestCase):
+    """Every move with every security change, in the four orders."""
+
+    def steps(self, site, move, change, variant):
+        """Run *variant*'s steps on *site*; True where it commits between."""
+        top = site[variant]
+        if variant.startswith("move"):
+            move(top)
+            return variant.endswith("commit"), lambda: change(folder_of(top))
+        change(folder_of(top))
+        return variant.endswith("commit"), lambda: move(top)
+
     def run_case(self, move, change):
         """*move* and *change* on each copy of the tree (see VARIANTS)."""
         login(self.layer["app"], SITE_OWNER_NAME)
@@ -242,6 +250,57 @@ def _walk(obj):
 
 class QuietMovesTest(StoredSecurityTest):
     quiet = True
+
+
+class OtherPathsTest(TreesTestCase):
+    """Nested moves and a copy of a private subtree."""
+
+    def test_a_folder_then_its_child_moved(self):
+        for site in self.sites:
+            setSite(site)
+            for variant in VARIANTS:
+                top = site[variant]
+                api.content.move(source=top["a"]["b"]["c"], target=top["x"])
+                api.content.move(source=top["x"]["c"]["sub"], target=top["pub"])
+                revoke(top["pub"]["sub"])
+                grant(top["x"]["c"])
+            processQueue()
+        self.check("in the transaction")
+        transaction.commit()
+        self.check("committed")
+
+    def test_a_private_subtree_copied_into_a_public_folder(self):
+        for site in self.sites:
+            setSite(site)
+            for variant in VARIANTS:
+                top = site[variant]
+                top["pub"].manage_pasteObjects(top["a"]["b"].manage_copyObjects(["c"]))
+                block(top["pub"]["c"])
+            processQueue()
+        self.check("in the transaction")
+        transaction.commit()
+        self.check("committed")
+
+
+class SettingsAloneTest(TreesTestCase):
+    """Local roles changed without ``reindexObjectSecurity``, in a request:
+    stock ZCatalog keeps the old terms (a script's mistake); here the
+    request's commit finds the changed settings and the rows follow the
+    objects."""
+
+    quiet = True  # stock ZCatalog is stale here, as the script left it
+
+    def test_local_roles_changed_alone(self):
+        for site in self.sites:
+            setSite(site)
+            for variant in VARIANTS:
+                c = site[variant]["a"]["b"]["c"]
+                c.manage_delLocalRoles(["alice"])
+                c.manage_setLocalRoles("carol", ["Reader"])
+                site[variant]["a"].__ac_local_roles_block__ = True
+            notify(PubBeforeCommit(self.layer["request"]))  # as the publisher does
+            transaction.commit()
+        self.check("committed")
 
 
 for _move in MOVES:

@@ -1,16 +1,21 @@
-"""Event subscribers: register the state processor, release connections."""
+"""Event subscribers: register the state processor, check stored security
+before a request commits, release connections."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.pools import release_request_connection
 from plone.pgcatalog.processor import ensure_processor
 from plone.pgcatalog.schema import catalog_installed
 from plone.pgcatalog.schema import startup_schema
+from plone.pgcatalog.security import hook
+from Products.CMFCore.utils import getToolByName
+from zope.component.hooks import getSite
 
 
-__all__ = ["database_opened", "publication_ended"]
+__all__ = ["before_commit", "database_opened", "publication_ended"]
 
 
 def database_opened(event: Any) -> None:
@@ -30,3 +35,13 @@ def database_opened(event: Any) -> None:
 def publication_ended(event: Any) -> None:
     """IPubEnd: give the request's pooled connection back."""
     release_request_connection()
+
+
+def before_commit(event: Any) -> None:
+    """IPubBeforeCommit: the commit of a request that changed the site's
+    objects checks their security settings, whether or not anything was
+    cataloged (see :mod:`plone.pgcatalog.security`)."""
+    site = getSite()
+    catalog = getToolByName(site, "portal_catalog", None) if site is not None else None
+    if catalog is not None and IPGCatalogTool.providedBy(catalog):
+        hook(catalog)
