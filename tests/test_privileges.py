@@ -153,6 +153,9 @@ class SearchTest(RuntimeRoleTestCase):
         for i, text in enumerate(("river stone river", "river forest", "stone cloud")):
             api.content.create(container=folder, type="Document", id=f"d{i}", title=f"Doc {i} {text}")
         api.content.transition(obj=folder["d1"], transition="publish")
+        api.user.create(
+            email="m@example.org", username="member", password="member-secret-1", roles=["Member"]
+        )
 
     def queries(self) -> list[dict]:
         return [
@@ -167,6 +170,19 @@ class SearchTest(RuntimeRoleTestCase):
 
     def paths(self, catalog) -> list[list[str]]:
         return [[brain.getPath() for brain in catalog.searchResults(**query)] for query in self.queries()]
+
+    def additions(self, catalog) -> list:
+        """Facet counts, "did you mean" and snippets, as a Member sees them
+        (the security terms apply) and as the site owner."""
+        found = []
+        for user in ("member", SITE_OWNER_NAME):
+            login(self.site if user == "member" else self.layer["app"], user)
+            facets = catalog.facetCounts(["portal_type", "review_state"], SearchableText="river")
+            found.append({name: (f.matches, dict(f.counts)) for name, f in facets.items()})
+            found.append(catalog.suggestions(SearchableText="rivr"))
+            found.append([b.snippet() for b in catalog.searchResults(SearchableText="river", sort_on="id")])
+        login(self.layer["app"], SITE_OWNER_NAME)
+        return found
 
     def test_searches(self):
         expected = self.paths(self.catalog)
@@ -185,6 +201,16 @@ class SearchTest(RuntimeRoleTestCase):
         (brain,) = self.role_catalog.unrestrictedSearchResults(UID=self.site["lp"]["d2"].UID())
         self.assertEqual(brain.getObject().getId(), "d2")
 
+    def test_facets_suggestions_and_snippets(self):
+        expected = self.additions(self.catalog)
+        member, owner = expected[:3], expected[3:]
+        self.assertEqual(member[0]["review_state"], (1, {"published": 1}))  # only what a Member may see
+        self.assertEqual(owner[0]["review_state"], (2, {"private": 1, "published": 1}))
+        self.assertEqual(owner[1], ["river"])
+        self.assertEqual(len(owner[2]), 2)
+        self.assertIn("river", owner[2][0].lower())
+        self.assertEqual(self.additions(self.role_catalog), expected)
+
     def test_searches_on_a_pooled_connection(self):
         expected = self.paths(self.catalog)
         with mock.patch.dict(os.environ, {READ_DSN_ENV: self.dsn}):
@@ -200,10 +226,10 @@ class SearchTest(RuntimeRoleTestCase):
         with psycopg.connect(self.owner_dsn, autocommit=True) as conn:
             grant_search_role(conn, reader)
         dsn = conninfo.make_conninfo(self.owner_dsn, user=reader)
-        expected = self.paths(self.catalog)
+        expected = self.paths(self.catalog), self.additions(self.catalog)
         replicas.forget()
         with mock.patch.dict(os.environ, {READ_DSN_ENV: dsn}):
-            self.assertEqual(self.paths(self.role_catalog), expected)
+            self.assertEqual((self.paths(self.role_catalog), self.additions(self.role_catalog)), expected)
             self.assertEqual(held_connection().info.user, reader)
             release_request_connection()
         # served there: the role may read how far the server has replayed

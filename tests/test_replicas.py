@@ -14,6 +14,7 @@ from test_faults import striking
 
 from plone import api
 from plone.app.testing import login
+from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import replicas
 from plone.pgcatalog.connection import READ_DSN_ENV
@@ -102,6 +103,46 @@ class RoutingTest(ReplicaTestCase):
         self.assertEqual(len(self.catalog(portal_type="Document", Title="quartz")), 1)
         self.assertEqual(dict(replicas.STATS), {"replica": replicas.STATS["replica"]})
         self.assertGreaterEqual(replicas.STATS["replica"], 2)
+
+    def test_facets_suggestions_and_snippets_on_a_replica(self):
+        """The additions read a replica too, with the security terms:
+        Anonymous counts, is offered and reads nothing of a private page."""
+        self.portal.portal_workflow.setChainForPortalTypes(("Document",), "simple_publication_workflow")
+        public = self.document("quartzite", "Quartzite ridge")
+        api.content.transition(obj=public, transition="publish")
+        self.document("quartzose", "Quartzose vault notes")  # private
+        transaction.commit()
+        self.cluster.catch_up()
+
+        def additions(user):
+            setRequest(self.layer["request"])
+            if user is None:
+                logout()
+            try:
+                facets = self.catalog.facetCounts(["review_state"], SearchableText="quartz*")
+                return (
+                    dict(facets["review_state"].counts),
+                    self.catalog.suggestions(SearchableText="quartzos"),
+                    [b.snippet() for b in self.catalog(SearchableText="quartz*", sort_on="id")],
+                    int(held_connection().info.port),
+                )
+            finally:
+                release_request_connection()
+                setRequest(None)
+                login(self.layer["app"], SITE_OWNER_NAME)
+
+        counts, offered, snippets, port = additions(None)
+        self.assertIn(port, self.standby_ports())
+        self.assertEqual(counts, {"published": 1})
+        self.assertNotIn("quartzose", " ".join(offered))
+        self.assertEqual(len(snippets), 1)
+        self.assertNotIn("vault", snippets[0].lower())
+        counts, offered, snippets, port = additions(SITE_OWNER_NAME)
+        self.assertIn(port, self.standby_ports())
+        self.assertEqual(counts, {"published": 1, "private": 1})
+        self.assertIn("quartzose", offered)
+        self.assertIn("vault", " ".join(snippets).lower())
+        self.assertEqual(set(replicas.STATS), {"replica"})
 
     def test_a_search_waits_for_the_replica_to_replay_the_users_commit(self):
         """Replay paused on both standbys while the user saves; resumed

@@ -241,6 +241,14 @@ class WebSurfaceTest(BothSitesTestCase):
             (f"{url}/@querystring-search", json.dumps({"query": criteria})),
             (f"{url}/@querystring-search", json.dumps({"query": every_page, "metadata_fields": "_all"})),
             (f"{url}/@navigation?expand.navigation.depth=4", None),
+            # the catalog's additions (a stock site has none of them: 404)
+            (f"{url}/@search?SearchableText=quillwort&metadata_fields=snippet", None),
+            (f"{url}/@search?SearchableText=plans&metadata_fields=snippet&metadata_fields=Title", None),
+            (f"{url}/@suggestions?SearchableText=zanzibarqux", None),
+            (f"{url}/@suggestions?SearchableText=quilwort+plans", None),
+            (f"{url}/@facet-count", json.dumps({"facets": ["getId", "Title", "UID", "Creator"]})),
+            (f"{url}/@facet-count", json.dumps({"facet": "getId", "query": criteria})),
+            (f"{url}/@@search?SearchableText=quilwort", None),
             (f"{url}/@vocabularies/plone.app.vocabularies.Catalog?title=quillwort", None),
             (f"{url}/@vocabularies/plone.app.vocabularies.Catalog", None),
             (f"{url}/@@search?SearchableText=zanzibarquux", None),
@@ -290,6 +298,20 @@ class WebSurfaceTest(BothSitesTestCase):
             reader.addHeader("Accept", "application/json")
             _, answer = self.get(reader, f"{url}/@search?SearchableText=quillwort")
             self.assertIn("hidden-zq-page", answer, site.getId())
+        # and through the catalog's additions (our site only)
+        url = self.pg.absolute_url()
+        for role in ("Manager", "Reader"):
+            browser = self.browser("Manager")
+            if role == "Reader":
+                browser = self.browser("Anonymous")
+                browser.addHeader("Authorization", "Basic secretowner:secret-owner-1")
+            browser.addHeader("Accept", "application/json")
+            _, answer = self.get(browser, f"{url}/@suggestions?SearchableText=quilwort")
+            self.assertIn("quillwort", answer, role)
+            _, answer = self.get(browser, f"{url}/@facet-count", json.dumps({"facets": ["getId"]}))
+            self.assertIn("hidden-zq-page", answer, role)
+            _, answer = self.get(browser, f"{url}/@search?SearchableText=plans&metadata_fields=snippet")
+            self.assertIn("quillwort", json.loads(answer)["items"][0]["snippet"].lower(), role)
 
 
 # -- hostile query strings ------------------------------------------------------
