@@ -22,6 +22,9 @@ from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
+from plone.app.testing import SITE_OWNER_PASSWORD
+from plone.protect.authenticator import createToken
+from plone.testing.zope import Browser
 from Products.CMFCore.indexing import processQueue
 from test_moves import without_searches_during_moves
 from zope.annotation.interfaces import IAnnotations
@@ -29,6 +32,9 @@ from zope.component.hooks import setSite
 from zope.event import notify
 from ZPublisher.pubevents import PubBeforeCommit
 
+from urllib.parse import urlencode
+
+import json
 import transaction
 
 
@@ -165,6 +171,7 @@ class TreesTestCase(BothSitesTestCase):
 
     def allowed(self, site, user: str | None) -> dict:
         """What *user* may see: each object's own permission, checked."""
+        setSite(site)  # where plone.api finds the user
         root = "/".join(site.getPhysicalPath())
         paths, words = [], []
         # borg.localrole remembers a user's local roles on the request
@@ -311,3 +318,62 @@ for _move in MOVES:
 
         _test.__name__ = f"test_{_move.__name__}_and_{_change.__name__}"
         setattr(StoredSecurityTest, _test.__name__, _test)
+
+
+class OverTheWebTest(TreesTestCase):
+    """Folder contents' cut, paste and rename and the sharing form, as a
+    Manager's browser sends them through Zope's publisher, one request a
+    transaction; after each, what everyone finds is checked."""
+
+    def setUp(self):
+        super().setUp()
+        self.browser = Browser(self.layer["app"])
+        self.browser.handleErrors = False
+        self.browser.addHeader("Authorization", f"Basic {SITE_OWNER_NAME}:{SITE_OWNER_PASSWORD}")
+
+    def post(self, url: str, fields: list[tuple[str, str]]) -> None:
+        login(self.layer["app"], SITE_OWNER_NAME)
+        fields = [*fields, ("_authenticator", createToken())]
+        self.browser.post(url, urlencode(fields))
+        self.layer["app"]._p_jar.sync()
+
+    def test_cut_paste_rename_and_sharing(self):
+        for site in self.sites:
+            setSite(site)
+            url, top = site.absolute_url(), site["move-first"]
+            uid = top["a"]["b"]["c"].UID()
+            self.post(
+                f"{url}/move-first/a/b/@@fc-cut",
+                [("selection", json.dumps([uid])), ("folder", "/move-first/a/b")],
+            )
+            self.post(f"{url}/move-first/x/@@fc-paste", [("folder", "/move-first/x")])
+            self.assertIn("c", site["move-first"]["x"].objectIds())
+            # the sharing form: alice's role revoked, carol's granted, not inherited
+            sharing = [("form.submitted", "1"), ("form.button.Save", "Save")]
+            for user, roles in (("alice", []), ("carol", ["Reader"])):
+                sharing += [("entries.id:records", user), ("entries.type:records", "user")]
+                sharing += [(f"entries.role_{role}:records", "on") for role in roles]
+            self.post(f"{url}/move-first/x/c/@@sharing", sharing)
+            self.assertTrue(site["move-first"]["x"]["c"].__ac_local_roles_block__)
+            self.post(
+                f"{url}/move-first/x/@@fc-rename",
+                [("UID_0", uid), ("newid_0", "renamed"), ("newtitle_0", "Quince renamed")],
+            )
+            self.assertIn("renamed", site["move-first"]["x"].objectIds())
+        self.check("over the web")
+        # and as the users' own browsers search
+        allowed = {
+            (site, user): self.allowed(site, user)["word"] for site in self.sites for user in (None, *USERS)
+        }
+        for user in (None, *USERS):
+            browser = Browser(self.layer["app"])
+            browser.addHeader("Accept", "application/json")
+            if user is not None:
+                browser.addHeader("Authorization", f"Basic {user}:secret-{user}-1")
+            for site in self.sites:
+                root = site.absolute_url()
+                browser.open(f"{root}/@search?SearchableText=quince&b_size=100")
+                found = sorted(item["@id"][len(root) :] for item in json.loads(browser.contents)["items"])
+                self.assertEqual(
+                    found, allowed[site, user], f"{site.getId()}: {user or 'Anonymous'} over the web"
+                )
