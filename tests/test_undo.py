@@ -16,6 +16,8 @@ from AccessControl.SecurityManagement import noSecurityManager
 from AccessControl.SpecialUsers import nobody
 from plone.pgcatalog import processor
 from plone.pgcatalog import undo
+from plone.pgcatalog.verify import repair
+from plone.pgcatalog.verify import verify
 from Testing.makerequest import makerequest
 from plone.pgcatalog.testing import HISTORY_DIFFERENTIAL_TESTING
 from zope.component.hooks import setSite
@@ -246,7 +248,7 @@ class UndoWindowTest(unittest.TestCase):
         if repaired:
             self.assertEqual(after, before)
         self.assertNothingMore(window, before)
-        return window, after
+        return before, after
 
     def test_undone_publish(self):
         self.changed_and_undone(lambda site: api.content.transition(obj=site["f"], transition="publish"))
@@ -272,8 +274,16 @@ class UndoWindowTest(unittest.TestCase):
         self.changed_and_undone(lambda site: api.content.delete(obj=site["f"]["sub"]))
 
     def test_a_failed_repair_leaves_the_rows_hidden(self):
-        window, after = self.changed_and_undone(
+        before, after = self.changed_and_undone(
             lambda site: api.content.transition(obj=site["f"], transition="publish"), repaired=False
         )
         self.assertNotIn("/f", after["Anonymous"])
         self.assertIn("/f", after["admin"])  # who may see everything still finds it
+        # verify() tells the hidden rows, repair() catalogs them again
+        setSite(self.site)
+        catalog = self.site.portal_catalog
+        self.assertIn(self.root + "/f", verify(catalog).stale)
+        repair(catalog)
+        transaction.commit()
+        self.assertEqual(verify(catalog).stale, [])
+        self.assertEqual(self.seen(), before)
