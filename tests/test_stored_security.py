@@ -291,6 +291,10 @@ class OtherPathsTest(TreesTestCase):
         self.check("committed")
 
 
+class QuietOtherPathsTest(OtherPathsTest):
+    quiet = True
+
+
 class SettingsAloneTest(TreesTestCase):
     """Local roles changed without ``reindexObjectSecurity``, in a request:
     stock ZCatalog keeps the old terms (a script's mistake); here the
