@@ -21,7 +21,9 @@ after CMFCore's queue has run.  A subtree is noted when
 - at commit, for every object the transaction changed whose local roles,
   inheritance block or permission settings differ from its committed
   state (:func:`changed_settings`): whether or not anything called
-  ``reindexObjectSecurity``.
+  ``reindexObjectSecurity``.  The hook is set by every catalog write and
+  by every request's commit (``IPubBeforeCommit``, see
+  :mod:`~plone.pgcatalog.subscribers`).
 
 Checking a subtree computes each row's ``allowedRolesAndUsers`` and
 queues a partial row where it differs from what the transaction would
@@ -32,6 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from Acquisition import aq_inner
+from Acquisition import aq_parent
 from collections.abc import Iterable
 from plone.pgcatalog.connection import jar_of
 from plone.pgcatalog.database import select
@@ -84,12 +88,17 @@ def note_subtree(catalog: Any, obj: Any) -> None:
 
 def hook(catalog: Any) -> None:
     """Have :func:`secure` run for *catalog* when this transaction commits."""
+    if aq_parent(aq_inner(catalog)) is None:
+        # unwrapped (``getUtility(ICatalogTool)``): the current site's
+        site = getSite()
+        catalog = getattr(site, "portal_catalog", None) if site is not None else None
+        if catalog is None or aq_parent(aq_inner(catalog)) is None:
+            return
     txn = transaction.get()
     hooked = _hooked(txn)
     if not hooked:
         txn.addBeforeCommitHook(_before_commit, (txn,))
-    key = "/".join(catalog.getPhysicalPath())
-    hooked.setdefault(key, catalog)
+    hooked.setdefault("/".join(catalog.getPhysicalPath()), catalog)
 
 
 def _hooked(txn: Any) -> dict:
@@ -105,7 +114,7 @@ def _before_commit(txn: Any) -> None:
     processQueue()  # what is queued goes in first: it may move rows
     for catalog in _hooked(txn).values():
         site = getSite()
-        setSite(catalog.aq_parent)
+        setSite(aq_parent(aq_inner(catalog)))
         try:
             secure(catalog, changed_settings(catalog))
         finally:
