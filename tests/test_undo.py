@@ -253,6 +253,9 @@ class UndoWindowTest(unittest.TestCase):
     def test_undone_publish(self):
         self.changed_and_undone(lambda site: api.content.transition(obj=site["f"], transition="publish"))
 
+    def test_undone_publish_of_a_page(self):
+        self.changed_and_undone(lambda site: api.content.transition(obj=site["f"]["d"], transition="publish"))
+
     def test_undone_share(self):
         def share(site):
             site["f"].manage_setLocalRoles("jane", ["Reader"])
