@@ -278,6 +278,17 @@ class OtherPathsTest(TreesTestCase):
         transaction.commit()
         self.check("committed")
 
+    def test_moved_into_a_folder_shared_otherwise(self):
+        """bob may read ``b``, not ``pub``: moved there, ``c`` is his no more."""
+        for site in self.sites:
+            setSite(site)
+            for variant in VARIANTS:
+                api.content.move(source=site[variant]["a"]["b"]["c"], target=site[variant]["pub"])
+            processQueue()
+        self.check("in the transaction")
+        transaction.commit()
+        self.check("committed")
+
     def test_a_private_subtree_copied_into_a_public_folder(self):
         for site in self.sites:
             setSite(site)

@@ -48,6 +48,7 @@ from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.security import note_subtree
 from plone.pgcatalog.security import SECURITY_INDEX
 from Products.CMFCore.indexing import processQueue
+from Products.CMFCore.interfaces import IContentish
 from Products.CMFCore.utils import getToolByName
 from weakref import WeakKeyDictionary
 
@@ -113,6 +114,8 @@ def will_be_moved(ob: Any, event: Any) -> None:
         if getattr(aq_base(ob), "objectIds", None) is not None:
             _plan_for(ob, event)
         return
+    if not IContentish.providedBy(ob):
+        return  # CMFCore catalogs only content again when it moved
     plan, zoid = _plan_for(ob, event), _zoid(ob)
     if plan is not None and zoid is not None:
         get_pending(create=True).moving[zoid] = ("/".join(ob.getPhysicalPath()), plan)

@@ -138,12 +138,19 @@ def changed_settings(catalog: Any) -> set[int]:
     return found
 
 
-def secure(catalog: Any, extra: Iterable[int] = ()) -> int:
+def secure(catalog: Any, extra: Iterable[int] = (), searching: bool = False) -> int:
     """Check the security of every subtree noted in this transaction (and
     of those of *extra*): queue a partial row for each row whose
     ``allowedRolesAndUsers`` differs from the objects' own.  Returns how
-    many rows were queued."""
+    many rows were queued.
+
+    Before a search (*searching*) made while a move is still telling the
+    objects below the folder that they moved (a handler of the moved
+    event searches), nothing is checked: their rows are only half in
+    their new places, and a check now would have to be made again."""
     pending = get_pending()
+    if searching and pending is not None and pending.moving:
+        return 0
     zoids = set(extra) | (pending.secured if pending is not None else set())
     if not zoids:
         return 0

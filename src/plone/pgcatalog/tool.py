@@ -464,7 +464,7 @@ class PGCatalogTool(UniqueObject, Folder):
         transaction may have changed (see :mod:`plone.pgcatalog.security`):
         what a search reads is what the commit will write."""
         processQueue()
-        secure(self)
+        secure(self, searching=True)
 
     def _search(self, query: dict):
         """ZCatalog's search over a merged query dict (see :mod:`plone.pgcatalog.search`)."""
@@ -507,7 +507,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(SearchZCatalog)
     @zpublish(False)
     def suggestions(self, query=None, limit: int = 5, **kw) -> list[str]:
-        """"Did you mean": up to *limit* other texts for the query's text
+        """ "Did you mean": up to *limit* other texts for the query's text
         (as ``searchResults`` takes the query), whose words items the user
         may see hold (see :mod:`plone.pgcatalog.suggestions`)."""
         self._process_queue()
@@ -677,7 +677,6 @@ def this_minute() -> DateTime:
     if _minute[0] != minute:
         _minute = (minute, DateTime(minute * 60))
     return _minute[1]
-
 
 
 def _redirect(response, url: str | None, message: str) -> None:
