@@ -262,44 +262,40 @@ class QuietMovesTest(StoredSecurityTest):
 
 
 class OtherPathsTest(TreesTestCase):
-    """Nested moves and a copy of a private subtree."""
+    """Nested moves, a move into a folder shared otherwise, and a copy of a
+    private subtree."""
 
-    def test_a_folder_then_its_child_moved(self):
+    def changed(self, change) -> None:
+        """*change*(top) on every tree of both sites, in one transaction,
+        checked in it and after its commit."""
         for site in self.sites:
             setSite(site)
             for variant in VARIANTS:
-                top = site[variant]
-                api.content.move(source=top["a"]["b"]["c"], target=top["x"])
-                api.content.move(source=top["x"]["c"]["sub"], target=top["pub"])
-                revoke(top["pub"]["sub"])
-                grant(top["x"]["c"])
-            processQueue()
+                change(site[variant])
+            processQueue()  # CMFCore's queue serves the current site's catalog
         self.check("in the transaction")
         transaction.commit()
         self.check("committed")
+
+    def test_a_folder_then_its_child_moved(self):
+        def change(top):
+            api.content.move(source=top["a"]["b"]["c"], target=top["x"])
+            api.content.move(source=top["x"]["c"]["sub"], target=top["pub"])
+            revoke(top["pub"]["sub"])
+            grant(top["x"]["c"])
+
+        self.changed(change)
 
     def test_moved_into_a_folder_shared_otherwise(self):
         """bob may read ``b``, not ``pub``: moved there, ``c`` is his no more."""
-        for site in self.sites:
-            setSite(site)
-            for variant in VARIANTS:
-                api.content.move(source=site[variant]["a"]["b"]["c"], target=site[variant]["pub"])
-            processQueue()
-        self.check("in the transaction")
-        transaction.commit()
-        self.check("committed")
+        self.changed(lambda top: api.content.move(source=top["a"]["b"]["c"], target=top["pub"]))
 
     def test_a_private_subtree_copied_into_a_public_folder(self):
-        for site in self.sites:
-            setSite(site)
-            for variant in VARIANTS:
-                top = site[variant]
-                top["pub"].manage_pasteObjects(top["a"]["b"].manage_copyObjects(["c"]))
-                block(top["pub"]["c"])
-            processQueue()
-        self.check("in the transaction")
-        transaction.commit()
-        self.check("committed")
+        def change(top):
+            top["pub"].manage_pasteObjects(top["a"]["b"].manage_copyObjects(["c"]))
+            block(top["pub"]["c"])
+
+        self.changed(change)
 
 
 class QuietOtherPathsTest(OtherPathsTest):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from collections.abc import Iterable
@@ -87,18 +88,22 @@ def note_subtree(catalog: Any, obj: Any) -> None:
 
 
 def hook(catalog: Any) -> None:
-    """Have :func:`secure` run for *catalog* when this transaction commits."""
+    """Have :func:`secure` run for *catalog* when this transaction commits
+    (every catalog write calls this: once hooked, it only looks it up)."""
+    txn = transaction.get()
+    hooked = _hooked(txn)
+    key = id(aq_base(catalog))
+    if key in hooked:
+        return
     if aq_parent(aq_inner(catalog)) is None:
         # unwrapped (``getUtility(ICatalogTool)``): the current site's
         site = getSite()
         catalog = getattr(site, "portal_catalog", None) if site is not None else None
         if catalog is None or aq_parent(aq_inner(catalog)) is None:
             return
-    txn = transaction.get()
-    hooked = _hooked(txn)
     if not hooked:
         txn.addBeforeCommitHook(_before_commit, (txn,))
-    hooked.setdefault("/".join(catalog.getPhysicalPath()), catalog)
+    hooked[key] = catalog
 
 
 def _hooked(txn: Any) -> dict:
