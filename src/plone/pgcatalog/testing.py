@@ -57,6 +57,20 @@ SNAPSHOT_TABLES = (
     "pgcatalog_commits",
 )
 HISTORY_TABLES = ("object_history", "pack_state")
+ALL_TABLES = SNAPSHOT_TABLES + HISTORY_TABLES
+
+
+def exists(conn: psycopg.Connection, table: str) -> bool:
+    return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()[0]
+
+
+def columns(conn: psycopg.Connection, table: str) -> str:
+    """The table's columns, quoted and comma-separated."""
+    names = conn.execute(
+        "SELECT quote_ident(attname) FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+        (table,),
+    ).fetchall()
+    return ", ".join(name for (name,) in names)
 
 
 class PGServerLayer(Layer):
@@ -103,14 +117,19 @@ def drop_database(server_dsn: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
-def open_pg_db(dsn: str, history_preserving: bool = False) -> ZODB.DB:
-    """A ZODB on a new PGJsonbStorage with the catalog's processor."""
+def open_pg_storage(dsn: str, history_preserving: bool = False):
+    """A new PGJsonbStorage with the catalog's processor."""
     from plone.pgcatalog.processor import ensure_processor
     from zodb_pgjsonb.storage import PGJsonbStorage
 
     storage = PGJsonbStorage(dsn, cache_warm_pct=0, pool_max_size=20, history_preserving=history_preserving)
     ensure_processor(storage)
-    return ZODB.DB(storage, cache_size=2000)
+    return storage
+
+
+def open_pg_db(dsn: str, history_preserving: bool = False) -> ZODB.DB:
+    """A ZODB on a new PGJsonbStorage with the catalog's processor."""
+    return ZODB.DB(open_pg_storage(dsn, history_preserving), cache_size=2000)
 
 
 class PGStartup(zope.Startup):
@@ -148,26 +167,37 @@ PG_HISTORY_STARTUP = PGHistoryStartup(name="plone.pgcatalog:HistoryStartup")
 
 
 class Snapshot:
-    """Table contents kept in memory, to put the database back after a test."""
+    """Table contents kept in memory, to put the database back after a test.
+
+    A catalog installed after the snapshot is dropped on restore.
+    """
 
     def __init__(self, dsn: str):
         self.dsn = dsn
         self.data = {}
         with psycopg.connect(dsn, autocommit=True) as conn:
-            history = conn.execute("SELECT to_regclass('object_history') IS NOT NULL").fetchone()[0]
-            self.tables = SNAPSHOT_TABLES + (HISTORY_TABLES if history else ())
+            self.tables = tuple(table for table in ALL_TABLES if exists(conn, table))
+            # its columns now: the catalog's, once installed, come later
+            self.columns = {table: columns(conn, table) for table in self.tables}
             for table in self.tables:
-                with conn.cursor() as cur, cur.copy(f"COPY {table} TO STDOUT (FORMAT BINARY)") as copy:
+                with conn.cursor() as cur, cur.copy(f"COPY {table} ({self.columns[table]}) TO STDOUT (FORMAT BINARY)") as copy:
                     self.data[table] = b"".join(bytes(chunk) for chunk in copy)
 
     def restore(self, db: ZODB.DB) -> None:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             with conn.transaction():
+                if "pgcatalog_counter" not in self.tables and exists(conn, "pgcatalog_counter"):
+                    # installed since: back to a database without the catalog
+                    from plone.pgcatalog.uninstall import _drop_sql
+                    from plone.pgcatalog.uninstall import _OBJECTS
+
+                    conn.execute(_drop_sql([what for (what,) in conn.execute(_OBJECTS)]))
                 conn.execute(NOTE_EVERYTHING)  # (nothing for the change log)
-                for table in reversed(self.tables):
-                    conn.execute(f"DELETE FROM {table}")
+                for table in reversed(ALL_TABLES):
+                    if exists(conn, table):
+                        conn.execute(f"DELETE FROM {table}")
                 for table in self.tables:
-                    with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN (FORMAT BINARY)") as copy:
+                    with conn.cursor() as cur, cur.copy(f"COPY {table} ({self.columns[table]}) FROM STDIN (FORMAT BINARY)") as copy:
                         copy.write(self.data[table])
         storage = db.storage
         storage.clear_caches()
