@@ -35,6 +35,9 @@ from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.query import add_sort
+from plone.pgcatalog.query.page import index_keys_sql
+from plone.pgcatalog.query.page import iterates_index
+from plone.pgcatalog.query.page import keys_needed
 from plone.pgcatalog.query.cache import compiled
 from plone.pgcatalog.query import build
 from plone.pgcatalog.query import canonical
@@ -227,6 +230,8 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if ordering.scored:
         select = _scored_select(catalog, plan)
     else:
+        if b_size is None and _iterates_index(catalog, plan):
+            ordering = ordering.with_ascending_ties()
         select = _ordered_select(
             catalog,
             where,
@@ -283,6 +288,28 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     rows = first[slice(b_start, b_start + b_size)]
     total = len(first) if not limited or len(first) < limit else None
     return _results(catalog, rows, length=len(rows), total=total, count=count, snippets=snippets)
+
+
+def _iterates_index(catalog: Catalog, plan: Plan) -> bool:
+    """Whether ZCatalog sorts this search's matches, all of them, by
+    walking its sort index (:func:`~plone.pgcatalog.query.page.iterates_index`),
+    where that changes the order: a reversed sort on one key (not
+    ``getObjPositionInParent``, whose index has no length to walk)."""
+    if len(plan.spec) != 1:
+        return False
+    index, descending = plan.spec[0]
+    if not descending or index.kind == r.GOPIP:
+        return False
+    stmt = plan.stmt
+    sql, params, made = count_statement(
+        catalog.tool, plan.matched, stmt.params, stmt.reads, statement_key(plan.matched, stmt.params), catalog.site
+    )
+    matches = made(read(catalog.tool, sql, params, site=catalog.site)[0])
+    needed = keys_needed(matches)
+    if needed < 1:
+        return False
+    keys = read(catalog.tool, index_keys_sql(index, needed), [], site=catalog.site)[0][0]
+    return iterates_index(matches, keys)
 
 
 MAX_BEST = 1000

@@ -14,12 +14,16 @@ from typing import Any
 from typing import TYPE_CHECKING
 
 from dataclasses import dataclass
+from dataclasses import replace
 from operator import itemgetter
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.query.statement import as_filter
 from plone.pgcatalog.query.statement import Statement
 from plone.pgcatalog.relevance import Scored
+from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
+
+import math
 
 
 if TYPE_CHECKING:
@@ -31,6 +35,9 @@ __all__ = [
     "Ordering",
     "Row",
     "add_sort",
+    "index_keys_sql",
+    "iterates_index",
+    "keys_needed",
     "keyed_count_sql",
     "ordered_sql",
     "scored_rows",
@@ -80,8 +87,10 @@ class Ordering:
     terms: tuple[str, ...] = ()  # ORDER BY of the sort keys
     # The rows holding every sort key (ZCatalog drops the others)
     keyed: tuple[str, ...] = ()
-    # Ties are broken by record id, in the direction of the last sort key,
-    # as ZCatalog's sort of (key, rid) pairs does.
+    # Ties are broken by record id as ZCatalog's sort does: in the
+    # direction of a single sort key (it sorts (key, rid) pairs), else
+    # ascending (its sort of several keys is stable, over the matches in
+    # record id order); see also :func:`iterates_index`.
     tiebreak: str = "zoid"
     # The text indexes whose Okapi BM25 scores order the matches (without
     # sort_on)
@@ -106,6 +115,10 @@ class Ordering:
         that windows and batches are stable (ZCatalog's unsorted results
         come in record id order too)."""
         return ", ".join([*self.terms, self.tiebreak])
+
+    def with_ascending_ties(self) -> Ordering:
+        """This order with ties in ascending record id order."""
+        return replace(self, tiebreak="zoid ASC")
 
     def walks(self, needed: int) -> bool:
         """Whether the first *needed* rows are best sought along the sort
@@ -137,7 +150,39 @@ def add_sort(stmt: Statement, spec: list[tuple[r.IndexDef, bool]]) -> Ordering:
         if index.kind == r.DATE:
             walk_type = stmt.walk_type
     reads = frozenset(index.changes for index, _ in spec)
-    return Ordering(tuple(terms), tuple(keyed), f"zoid {direction}", (), walk_key, walk_type, reads)
+    tiebreak = f"zoid {direction}" if len(spec) == 1 else "zoid ASC"
+    return Ordering(tuple(terms), tuple(keyed), tiebreak, (), walk_key, walk_type, reads)
+
+
+def iterates_index(matches: int, keys: int) -> bool:
+    """Whether ZCatalog sorts *matches* (no limit asked) by walking its
+    sort index of *keys* keys, each key's matches in record id order,
+    rather than by sorting the (key, rid) pairs (``Catalog.sortResults``).
+    Reversed, its ties then come in ascending record id order."""
+    return matches > keys * (matches / 100 + 1)
+
+
+def keys_needed(matches: int) -> int:
+    """How many keys of the sort index tell :func:`iterates_index` for
+    *matches* (it is false from that many keys on; never more than 100)."""
+    return math.ceil(100 * matches / (matches + 100))
+
+
+def index_keys_sql(index: r.IndexDef, cap: int) -> str:
+    """The number of keys ZCatalog's sort index for *index* holds
+    (``len(index)``), counted up to *cap*: its distinct values (a
+    keyword's or occurrence's each), or a BooleanIndex's documents."""
+    expr = index.expression()
+    if index.kind == r.BOOLEAN:
+        keys = f"SELECT 1 FROM {ROWS} WHERE {CATALOGED} AND {expr} IS NOT NULL LIMIT {cap:d}"
+    elif index.kind in (r.KEYWORD, r.DATE_RECURRING):
+        keys = (
+            f"SELECT DISTINCT k FROM {ROWS}, jsonb_array_elements({expr}) AS k "
+            f"WHERE {CATALOGED} AND jsonb_typeof({expr}) = 'array' LIMIT {cap:d}"
+        )
+    else:
+        keys = f"SELECT DISTINCT {expr} FROM {ROWS} WHERE {CATALOGED} AND {expr} IS NOT NULL LIMIT {cap:d}"
+    return f"SELECT count(*) FROM ({keys}) AS keys"
 
 
 def _sort_key(index: r.IndexDef, expr: str) -> str:
