@@ -10,6 +10,8 @@ commit, within one folder and across folders.
 from helpers import BothSitesTestCase
 from itertools import groupby
 from plone import api
+from plone.app.testing import login
+from plone.app.testing import SITE_OWNER_NAME
 from zope.component.hooks import setSite
 
 import transaction
@@ -133,3 +135,63 @@ class FolderOrderTest(BothSitesTestCase):
                 setSite(site)
                 answers.append(len(site.portal_catalog(**query)))
             self.assertEqual(answers, [0, 0], query)
+
+
+class UnorderedFolderTest(BothSitesTestCase):
+    """The children of an unordered folder (plone.folder's ``unordered``
+    ordering: Plone's Members, news and events folders) have no position:
+    ZCatalog keeps them in a sort on ``getObjPositionInParent``, before
+    every position."""
+
+    def setUp(self):
+        super().setUp()
+        for site in self.sites:
+            setSite(site)
+            login(self.layer["app"], SITE_OWNER_NAME)
+            for id in ("bag", "shelf"):
+                api.content.create(container=site, type="Folder", id=id, title=id)
+            site["bag"].setOrdering("unordered")
+            for id in ("c", "a", "b"):
+                api.content.create(container=site["bag"], type="Document", id=id, title=id)
+                api.content.create(container=site["shelf"], type="Document", id=id, title=id)
+            transaction.commit()
+
+    def found(self, site, **query):
+        setSite(site)
+        root = "/".join(site.getPhysicalPath())
+        brains = site.portal_catalog.unrestrictedSearchResults(path=root, **query)
+        return [brain.getPath()[len(root) :] for brain in brains]
+
+    def test_kept_and_first(self):
+        for site in self.sites:
+            self.assertIsNone(site["bag"].getObjectPosition("a"))
+        for query in ({"portal_type": "Document"}, {}):
+            everything = [sorted(self.found(site, **query)) for site in self.sites]
+            self.assertEqual(everything[0], everything[1])
+            ours, stock = (self.found(site, sort_on="getObjPositionInParent", **query) for site in self.sites)
+            self.assertEqual(sorted(ours), everything[0])
+            self.assertEqual(ours, stock)
+            # reversed, ZCatalog keeps its unpositioned ones in record id
+            # order (ours: reversed too); the others as ever
+            ours, stock = (
+                self.found(site, sort_on="getObjPositionInParent", sort_order="reverse", **query)
+                for site in self.sites
+            )
+            unpositioned = {"/bag/a", "/bag/b", "/bag/c"}
+            self.assertEqual(ours[: -len(unpositioned)], stock[: -len(unpositioned)])
+            self.assertEqual(set(ours[-len(unpositioned) :]), unpositioned)
+            self.assertEqual(set(stock[-len(unpositioned) :]), unpositioned)
+
+    def test_after_the_folder_changes(self):
+        during = []
+        for site in self.sites:  # (one site a transaction: CMFCore's queue catalogs in the current site's)
+            setSite(site)
+            api.content.create(container=site["bag"], type="Document", id="d", title="d")
+            api.content.delete(obj=site["bag"]["a"])
+            site["shelf"].moveObjectsToTop(["c"])
+            during.append(self.found(site, sort_on="getObjPositionInParent"))
+            transaction.commit()
+        self.assertEqual(during[0], during[1])
+        after = [self.found(site, sort_on="getObjPositionInParent") for site in self.sites]
+        self.assertEqual(after, during)
+        self.assertEqual(sorted(after[0]), sorted(self.found(self.sites[0])))

@@ -9,7 +9,10 @@ and plone.folder's ``orderObjects``, which sends none) the container is
 noted for this transaction.  Before the next search and before the commit,
 the rows of its children whose stored position differs from the live one
 get a partial update: one statement per container, which returns only the
-rows that changed.
+rows that changed.  The children of an unordered folder (plone.folder's
+``UnorderedOrdering``, whose positions are None) all get
+:data:`~plone.pgcatalog.extraction.UNORDERED`: ZCatalog sorts them before
+every position, where it does not drop them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import fetch
+from plone.pgcatalog.extraction import UNORDERED
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.pending import changes_for
@@ -55,10 +59,12 @@ def positions_changed(container: Any) -> None:
     pending.reordered["/".join(container.getPhysicalPath())] = container
 
 
-_CHANGED = f"""SELECT object_state.zoid, object_state.path, p.n - 1
-  FROM {ROWS} JOIN unnest(%s::text[]) WITH ORDINALITY AS p(id, n) ON object_state.path = %s || p.id
+_CHANGED = f"""SELECT object_state.zoid, object_state.path, p.position
+  FROM {ROWS} JOIN (SELECT id, CASE WHEN %s THEN n - 1 ELSE {UNORDERED} END AS position
+                      FROM unnest(%s::text[]) WITH ORDINALITY AS u(id, n)) AS p
+       ON object_state.path = %s || p.id
  WHERE object_state.parent_path = %s AND object_state.idx IS NOT NULL
-   AND (object_state.idx->>%s)::bigint IS DISTINCT FROM p.n - 1"""
+   AND (object_state.idx->>%s)::bigint IS DISTINCT FROM p.position"""
 
 
 def refresh_positions(catalog: Any) -> None:
@@ -72,8 +78,10 @@ def refresh_positions(catalog: Any) -> None:
     names = [d.name for d in r.index_defs(catalog).values() if d.kind == r.GOPIP]
     for path, container in containers.items():
         ids = list(container.objectIds())  # in the container's order
+        # an unordered folder (plone.folder's) gives its children no position
+        ordered = not ids or container.getObjectPosition(ids[0]) is not None
         for name in names:
             sql, head = catalog_sql(_CHANGED, pending, path)  # this transaction's rows below it
-            rows = fetch(catalog, sql, [*head, array_literal(ids), path + "/", path, name])
+            rows = fetch(catalog, sql, [*head, ordered, array_literal(ids), path + "/", path, name])
             for zoid, child_path, position in rows:
                 pending.catalog(zoid, CatalogRow(child_path, {name: position}, partial=True))
