@@ -9,7 +9,9 @@ from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.pgcatalog import report
 from plone.pgcatalog.connection import storage_dsn
 from plone.testing.zope import Browser
+from OFS.CopySupport import CopyError
 from unittest import mock
+from urllib.parse import urlencode
 from zExceptions import Unauthorized
 
 import psycopg
@@ -57,6 +59,27 @@ class ZMITest(CatalogTestCase):
         for name in self.catalog.schema():
             self.assertIn(f"<li>{name}</li>", self.browser.contents)
         self.assertEqual(self.last_tid(), before)  # read-only requests wrote nothing
+
+    def test_the_catalog_cannot_be_copied_or_moved(self):
+        # The ZMI's Copy, Cut and Rename buttons on the site: refused, saying
+        # why (ZCatalog's tool is copied; ours would share the site's rows)
+        site = self.portal.absolute_url()
+        forms = (
+            ("manage_copyObjects", {"ids:list": "portal_catalog"}),
+            ("manage_cutObjects", {"ids:list": "portal_catalog"}),
+            ("manage_renameObjects", {"ids:list": "portal_catalog", "new_ids:list": "catalog2"}),
+        )
+        before = self.last_tid()
+        for action, form in forms:
+            with self.assertRaises(CopyError, msg=action) as raised:
+                self.browser.open(f"{site}/{action}", data=urlencode(form))
+            self.assertIn("portal_catalog cannot be copied, moved or renamed", str(raised.exception))
+        with self.assertRaises(CopyError):
+            self.portal.manage_copyObjects(["portal_catalog"])
+        transaction.abort()
+        self.assertEqual(self.last_tid(), before)
+        self.assertEqual(self.portal.objectIds().count("portal_catalog"), 1)
+        self.assertEqual(len(self.catalog(portal_type="Document")), 1)
 
     def test_query_report_with_plans(self):
         report.clear()

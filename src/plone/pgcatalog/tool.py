@@ -20,6 +20,7 @@ from ComputedAttribute import ComputedAttribute
 from DateTime import DateTime
 from dataclasses import replace
 from functools import partial
+from OFS.CopySupport import CopyError
 from OFS.Folder import Folder
 from plone.base.interfaces import IPloneCatalogTool
 from plone.pgcatalog import registry as r
@@ -120,6 +121,16 @@ class PGCatalogTool(UniqueObject, Folder):
         {"label": "Query Report", "action": "manage_catalogReport"},
         *Folder.manage_options[1:],
     )
+    def _canCopy(self, op: int = 0) -> bool:
+        # OFS asks before a copy, cut or rename (and ZCatalog's tool says
+        # yes): the catalog's data are columns of the site's rows, which a
+        # second tool could only share, so it refuses, and says why.
+        raise CopyError(
+            "portal_catalog cannot be copied, moved or renamed: plone.pgcatalog keeps the catalog "
+            "in the rows of the site's objects in PostgreSQL, and a copy would be a second catalog "
+            "of the same rows"
+        )
+
     security.declareProtected(ManageZCatalogEntries, "manage_catalogAdvanced")
     manage_catalogAdvanced = PageTemplateFile("www/catalogAdvanced.pt", globals())
     _catalogView = PageTemplateFile("www/catalogView.pt", globals())
