@@ -319,6 +319,9 @@ class CallersTest(BothSitesTestCase):
         for name, cls in stock.items():
             self.assertTrue(providedBy(ours[name]).isOrExtends(implementedBy(cls)), name)
             self.assertEqual(ours.get(name).getId(), name)
+            # add-ons (and CMFPlone's tests) tell kinds by the class name
+            self.assertEqual(type(ours[name]).__name__, cls.__name__, name)
+            self.assertEqual(type(self.sites[0].portal_catalog.Indexes[name]).__name__, cls.__name__, name)
         self.assertEqual(sorted(ours), sorted(stock))
 
     def test_entries_for_objects(self):

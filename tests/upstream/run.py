@@ -69,7 +69,7 @@ def run(suite: Suite, catalog: bool, workdir: Path) -> Outcome:
     tests, failed = set(), set()
     for line in record.read_text().splitlines() if record.exists() else []:
         outcome, _, name = line.partition(" ")
-        tests.add(name)
+        tests.add(name.split(":")[0])  # (a doctest's failed example: <id>:<line>)
         if outcome != "ok":
             failed.add(name)
     checked = sum(int(n) for n in checked_file.read_text().split()) if checked_file.exists() else 0
@@ -79,7 +79,7 @@ def run(suite: Suite, catalog: bool, workdir: Path) -> Outcome:
 def excerpt(log: Path, test: str) -> str:
     """The traceback the log shows for *test* (its last dotted part)."""
     text = log.read_text(errors="replace")
-    short = test.rsplit(".", 1)[-1]
+    short = test.split(":")[0].rsplit(".", 1)[-1]
     match = re.search(rf"^(Failure|Error) in test {re.escape(short)}\b.*?(?=\n\n\n|\Z)", text, re.M | re.S)
     return match.group(0)[-3000:] if match else f"(see {log})"
 

@@ -4,23 +4,32 @@ catalog swapped in.
     python runner.py RECORD [--catalog] [zope-testrunner options]
 
 Appends a line per test to RECORD: ``ok``, ``fail`` or ``error`` and the
-test's id (a layer that cannot be set up is ``error Layer: <name>.setUp``).
+test's id (a doctest's failures: ``<id>:<line>`` of each failed example; a
+layer that cannot be set up is ``error Layer: <name>.setUp``).
 Layers run in subprocesses start this script again, so they record too.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 
 RECORD_ENV = "PGCATALOG_UPSTREAM_RECORD"
 
 
-def record(outcome: str, test) -> None:
+def record(outcome: str, test, exc_info=None) -> None:
     name = test.id() if hasattr(test, "_testMethodName") or hasattr(test, "_dt_test") else str(test)
+    names = [name]
+    if outcome == "fail" and hasattr(test, "_dt_test") and exc_info is not None:
+        # a doctest: each failed example by its line, so that a listed
+        # difference does not hide another failure in the same file
+        lines = re.findall(r"^File .*, line (\d+), in ", str(exc_info[1]), re.M)
+        names = [f"{name}:{line}" for line in lines] or names
     with open(os.environ[RECORD_ENV], "a") as f:
-        f.write(f"{outcome} {name}\n")
+        for one in names:
+            f.write(f"{outcome} {one}\n")
 
 
 def install_recorder() -> None:
@@ -31,7 +40,7 @@ def install_recorder() -> None:
         original = getattr(result, method)
 
         def wrapped(self, test, *args, _original=original, _outcome=outcome):
-            record(_outcome, test)
+            record(_outcome, test, *args)
             return _original(self, test, *args)
 
         setattr(result, method, wrapped)

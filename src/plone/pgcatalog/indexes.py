@@ -211,7 +211,8 @@ def index_view(kind: str) -> type[IndexView]:
     stock = _stock_class(kind)
     if stock is None:
         return base
-    view = type(f"{kind}View", (base,), {"__module__": __name__})
+    # named as ZCatalog's class of the kind: add-ons read the class name
+    view = type(kind, (base,), {"__module__": __name__})
     # our own adapters (GenericSetup's index im/export) before the stock ones
     marker = IPGTextIndex if kind == r.TEXT else IPGIndex
     classImplementsOnly(view, marker, implementedBy(stock))
