@@ -31,7 +31,7 @@ class SortTiesTest(BothSitesTestCase):
             # each; d0/d1 and d4/d5 share their title too
             dates = [TIED] * 4 + [TIED - 400] * 2 + [TIED - n for n in (10, 20, 30, 40)]
             titles = ["Same", "Same", "Alpha", "Beta", "Same", "Same", "Gamma", "Delta", "Eta", "Theta"]
-            for n, (date, title) in enumerate(zip(dates, titles)):
+            for n, (date, title) in enumerate(zip(dates, titles, strict=True)):
                 api.content.create(container=folder, type="Document", id=f"d{n}", title=title, effective=date)
             transaction.commit()
 
