@@ -13,6 +13,7 @@ give the same ids in the same order.
 from DateTime import DateTime
 from helpers import BothSitesTestCase
 from plone import api
+from plone.pgcatalog import counts
 from zope.component.hooks import setSite
 
 import transaction
@@ -85,3 +86,17 @@ class SortTiesTest(BothSitesTestCase):
         self.assertSame(sort_on="portal_type", sort_order="reverse")
         self.assertSame(sort_on="is_folderish", sort_order="reverse")
         self.assertSame(sort_on="getId", sort_order="reverse")
+
+    def test_the_index_gains_keys(self):
+        # the number of keys is remembered while the index is unchanged
+        # (counts); five new dates elsewhere turn the walk into a sort
+        counts._counts.clear()
+        self.assertEqual(self.assertSame(sort_on="effective", sort_order="reverse")[:4], ["d0", "d1", "d2", "d3"])
+        remembered = [key for key, _ in counts._counts.items() if key[2][0] == "statement"]
+        self.assertEqual(len(remembered), 1)
+        for site in self.sites:
+            setSite(site)
+            for n in range(5):
+                api.content.create(container=site, type="Document", id=f"other{n}", effective=TIED - 1000 - n)
+            transaction.commit()
+        self.assertEqual(self.assertSame(sort_on="effective", sort_order="reverse")[:4], ["d3", "d2", "d1", "d0"])

@@ -60,6 +60,7 @@ __all__ = [
     "count_column",
     "count_statement",
     "remembered_count",
+    "remembered_statement",
     "statement_key",
     "unchanged_key",
 ]
@@ -207,6 +208,34 @@ def count_statement(
 
 
 _SIGNED = "pgcatalog_signed"
+
+
+def remembered_statement(
+    catalog: Any, site: str, sql: str, reads: Iterable[str]
+) -> tuple[str, list, Callable[[tuple], int]]:
+    """A statement whose one number is that of *sql* (a count over the
+    catalog rows of tool *catalog*, its site at *site*, that reads
+    *reads*), remembered while what it reads is unchanged, and what makes
+    the number of its one row (and remembers it)."""
+    key = unchanged_key(catalog, site, ("statement", sql))
+    if key is None:  # this transaction's own changes are in the count
+        return sql, [], itemgetter(0)
+    generation = generation_sql(frozenset(reads))
+    known = _counts.get(key)
+    if known is None:
+        statement, params = f"SELECT ({sql}), {generation}", []
+    else:
+        known_generation, (number, _) = known
+        statement = f"SELECT CASE WHEN {generation} = %s THEN %s::bigint ELSE ({sql}) END, {generation}"
+        params = [known_generation, number]
+
+    def made(row: tuple) -> int:
+        counted, made_at = row
+        if made_at is not None:
+            _counts.put(key, made_at, (counted, None))
+        return counted
+
+    return statement, params, made
 
 
 def remembered_count(catalog: Any, site: str, key: Hashable | None) -> int | None:

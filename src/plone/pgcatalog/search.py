@@ -25,6 +25,7 @@ from plone.pgcatalog.cells import best_rows
 from plone.pgcatalog.cells import one_word
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
+from plone.pgcatalog.counts import remembered_statement
 from plone.pgcatalog.counts import remembered_count
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
@@ -308,7 +309,10 @@ def _iterates_index(catalog: Catalog, plan: Plan) -> bool:
     needed = keys_needed(matches)
     if needed < 1:
         return False
-    keys = read(catalog.tool, index_keys_sql(index, needed), [], site=catalog.site)[0][0]
+    # (remembered while the index is unchanged: a few keys over many rows
+    # are all read to count them)
+    sql, params, made = remembered_statement(catalog.tool, catalog.site, index_keys_sql(index, needed), [index.changes])
+    keys = made(read(catalog.tool, sql, params, site=catalog.site)[0])
     return iterates_index(matches, keys)
 
 
