@@ -59,7 +59,10 @@ setup(
         "upstream": [
             "Products.CMFPlone[test]",
             "plone.app.contentlisting[test]",
+            "plone.app.contenttypes[test]",
+            "plone.app.discussion[test]",
             "plone.app.event[test]",
+            "plone.app.multilingual[test]",
             "plone.app.querystring[test]",
             "plone.restapi[test]",
         ],
