@@ -105,11 +105,6 @@ def _datum(attrs: Attributes, attr: str):
         return _marker
 
 
-UNORDERED = -1
-"""The ``getObjPositionInParent`` of an unordered folder's child, whose
-position is None: ZCatalog sorts it before every position (and keeps it)."""
-
-
 def field_value(attrs: Attributes, index: r.IndexDef):
     value = _marker
     for attr in index.source_names:
@@ -117,7 +112,7 @@ def field_value(attrs: Attributes, index: r.IndexDef):
         if datum is not _marker and datum is not None and datum is not MV:
             value = datum
         elif datum is None and index.kind == r.GOPIP:
-            value = UNORDERED  # an unordered folder's child: no position
+            value = r.UNORDERED  # an unordered folder's child: no position
     if value is _marker:
         return _marker
     if index.kind == r.BOOLEAN:

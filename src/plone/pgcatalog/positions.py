@@ -11,7 +11,7 @@ the rows of its children whose stored position differs from the live one
 get a partial update: one statement per container, which returns only the
 rows that changed.  The children of an unordered folder (plone.folder's
 ``UnorderedOrdering``, whose positions are None) all get
-:data:`~plone.pgcatalog.extraction.UNORDERED`: ZCatalog sorts them before
+:data:`~plone.pgcatalog.registry.UNORDERED`: ZCatalog sorts them before
 every position, where it does not drop them.
 """
 
@@ -22,7 +22,6 @@ from typing import Any
 from Acquisition import aq_base
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import fetch
-from plone.pgcatalog.extraction import UNORDERED
 from plone.pgcatalog.interfaces import IPGCatalogTool
 from plone.pgcatalog.overlay import catalog_sql
 from plone.pgcatalog.pending import changes_for
@@ -60,7 +59,7 @@ def positions_changed(container: Any) -> None:
 
 
 _CHANGED = f"""SELECT object_state.zoid, object_state.path, p.position
-  FROM {ROWS} JOIN (SELECT id, CASE WHEN %s THEN n - 1 ELSE {UNORDERED} END AS position
+  FROM {ROWS} JOIN (SELECT id, CASE WHEN %s THEN n - 1 ELSE {r.UNORDERED} END AS position
                       FROM unnest(%s::text[]) WITH ORDINALITY AS u(id, n)) AS p
        ON object_state.path = %s || p.id
  WHERE object_state.parent_path = %s AND object_state.idx IS NOT NULL

@@ -56,6 +56,7 @@ __all__ = [
     "set_index_defs",
     "set_metadata_columns",
     "typed_for",
+    "UNORDERED",
 ]
 
 
@@ -78,6 +79,11 @@ TYPE_INDEX = "portal_type"
 SECURITY_INDEXES = ("allowedRolesAndUsers", "effectiveRange")
 
 KINDS = (FIELD, KEYWORD, DATE, DATE_RANGE, DATE_RECURRING, BOOLEAN, UUID, TEXT, PATH, GOPIP)
+UNORDERED = -1
+"""The ``getObjPositionInParent`` (GOPIP) of an unordered folder's child,
+whose position is None: ZCatalog sorts it before every position (and
+keeps it)."""
+
 
 # ZCatalog's ``query_options`` per kind: other option names raise ValueError.
 QUERY_OPTIONS = {
