@@ -20,8 +20,8 @@ from ComputedAttribute import ComputedAttribute
 from DateTime import DateTime
 from dataclasses import replace
 from functools import partial
-from OFS.CopySupport import CopyError
 from OFS.Folder import Folder
+from zExceptions import BadRequest
 from plone.base.interfaces import IPloneCatalogTool
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.connection import fetch
@@ -124,8 +124,9 @@ class PGCatalogTool(UniqueObject, Folder):
     def _canCopy(self, op: int = 0) -> bool:
         # OFS asks before a copy, cut or rename (and ZCatalog's tool says
         # yes): the catalog's data are columns of the site's rows, which a
-        # second tool could only share, so it refuses, and says why.
-        raise CopyError(
+        # second tool could only share, so it refuses, and says why (a
+        # bad request: 400, where WebDAV's COPY would answer 405)
+        raise BadRequest(
             "portal_catalog cannot be copied, moved or renamed: plone.pgcatalog keeps the catalog "
             "in the rows of the site's objects in PostgreSQL, and a copy would be a second catalog "
             "of the same rows"
