@@ -62,7 +62,6 @@ setup(
             "plone.app.contenttypes[test]",
             "plone.app.discussion[test]",
             "plone.app.event[test]",
-            "plone.app.multilingual[test]",
             "plone.app.querystring[test]",
             "plone.restapi[test]",
         ],

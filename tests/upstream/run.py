@@ -107,7 +107,16 @@ def compare(suite: Suite, stock: Outcome, catalog: Outcome) -> list[str]:
         problems.append(f"{suite.name}: no test ran on a portal with the catalog")
     if not stock.tests:
         problems.append(f"{suite.name}: no test ran (see {stock.log})")
+    for outcome in (stock, catalog):
+        if crashed(outcome.log):
+            problems.append(f"{suite.name}: the test runner crashed (see {outcome.log})")
     return problems
+
+
+def crashed(log: Path) -> bool:
+    """Whether the run's log ends in a traceback out of the runner itself
+    (the tests after it never ran, in either run)."""
+    return re.search(r'runner\.py", line \d+, in <module>', log.read_text(errors="replace")) is not None
 
 
 def load(path: Path = HERE / "suites.toml") -> list[Suite]:
