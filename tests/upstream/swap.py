@@ -110,7 +110,7 @@ def check(portal) -> None:
 def report() -> None:
     path = os.environ.get(CHECKED_ENV)
     if path:
-        with open(path, "w") as f:
+        with open(path, "a") as f:  # a layer's subprocess adds its own line
             f.write(f"{checked}\n")
 
 
