@@ -115,6 +115,7 @@ class AddonFixture(Layer):
         """Settings of the add-on, the same on both sites."""
 
     def tearDown(self):
+        self["pg_snapshot"].close()
         del self["pg_snapshot"]
         self["pg_snapshot"].restore(self["zodbDB"])  # the differential layer's database again
         del self["configurationContext"]

@@ -80,6 +80,7 @@ class StackedDB(ZODB.DB):
         super().close()
         if self.snapshot is not None and self.below is not None:
             self.snapshot.restore(self.below)
+            self.snapshot.close()
         elif self.pg_name is not None:
             close_pools()
             testing.drop_database(PGServer.get(), self.pg_name)
