@@ -49,7 +49,7 @@ setup(
         # what a real site runs beside the catalog, for tests/addon_*.py (a
         # venv of their own: their ZCML comes with Plone's autoinclude)
         "addons": [
-            "plone.app.multilingual",
+            "plone.app.multilingual[test]",  # its own suite runs here too (upstream)
             "plone.volto",
             "plone.app.iterate",
             "collective.collectionfilter",

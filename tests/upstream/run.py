@@ -34,9 +34,26 @@ class Suite:
     package: str
     modules: list[str] = field(default_factory=list)
     differences: dict[str, str] = field(default_factory=dict)
+    # "addons": run in the add-on suite's venv (a package whose test extra
+    # cannot share this one's)
+    venv: str = "upstream"
+
+    def python(self) -> str:
+        """The interpreter of the suite's venv (this one's, or its
+        sibling's: ``.venv-upstream`` -> ``.venv-addons``)."""
+        if self.venv == "upstream":
+            return sys.executable
+        prefix = Path(sys.prefix)
+        return str(prefix.with_name(prefix.name.replace("-upstream", f"-{self.venv}")) / "bin" / "python")
 
     def args(self) -> list[str]:
-        site_packages = sysconfig.get_paths()["purelib"]
+        if self.venv == "upstream":
+            site_packages = sysconfig.get_paths()["purelib"]
+        else:
+            site_packages = subprocess.run(
+                [self.python(), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                capture_output=True, text=True, check=True,
+            ).stdout.strip()
         args = ["--test-path", site_packages, "-s", self.package]
         for module in self.modules:
             args += ["-m", module]
@@ -60,7 +77,7 @@ def run(suite: Suite, catalog: bool, workdir: Path) -> Outcome:
     log = workdir / f"{slug}.{label}.log"
     checked_file = workdir / f"{slug}.{label}.checked"
     env = dict(os.environ, PGCATALOG_UPSTREAM_CHECKED=str(checked_file))
-    command = [sys.executable, str(HERE / "runner.py"), str(record), *(["--catalog"] if catalog else []), *suite.args()]
+    command = [suite.python(), str(HERE / "runner.py"), str(record), *(["--catalog"] if catalog else []), *suite.args()]
     start = time.monotonic()
     with open(log, "wb") as out:
         # in a scratch directory: the suites write files where they run
