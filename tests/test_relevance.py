@@ -156,6 +156,85 @@ class RelevanceTest(unittest.TestCase):
         self.compare("committed")
 
 
+class GlobExpansionTest(unittest.TestCase):
+    """A glob in a query ordered by relevance is compiled as the words the
+    lexicon expands it to (expansions.py): the scores stay ZCatalog's, and
+    a word new to the lexicon joins the expansion at the next search."""
+
+    layer = DIFFERENTIAL_TESTING
+
+    QUERIES = (
+        {"SearchableText": "riv*"},
+        {"SearchableText": "riv*", "b_start": 0, "b_size": 3},
+        {"SearchableText": "stone AND riv*"},
+        {"SearchableText": "cop?er OR riv*"},
+        {"SearchableText": "stone AND NOT riv*"},
+        {"SearchableText": "riv*", "portal_type": "Document"},
+    )
+
+    def setUp(self):
+        app = self.layer["app"]
+        login(app, SITE_OWNER_NAME)
+        for site in (app["plone"], app["zplone"]):
+            build_content(site, count=30)
+        transaction.commit()
+
+    def compare(self, label):
+        app = self.layer["app"]
+        for query in self.QUERIES:
+            zpaths, zscores, *zlen = scored(app["zplone"], query)
+            ppaths, pscores, *plen = scored(app["plone"], query)
+            what = f"{label}: {query!r}"
+            self.assertEqual(zlen, plen, what)
+            self.assertEqual(zscores, pscores, what)  # position by position
+            if "b_size" not in query:  # (ties in any order)
+                self.assertEqual(
+                    sorted(zip(zscores, zpaths, strict=True)), sorted(zip(pscores, ppaths, strict=True)), what
+                )
+
+    def test_globs_as_their_words(self):
+        from plone.pgcatalog import expansions
+        from plone.pgcatalog import search
+
+        found = []
+        words_of = search.words_of
+
+        def counted(read, globs):
+            words = words_of(read, globs)
+            found.append(words)
+            return words
+
+        search.words_of = counted
+        try:
+            self.compare("one word")
+            self.assertIn(("SearchableText", "riv*"), found[0])
+            self.assertEqual(found[0][("SearchableText", "riv*")], ("river",))
+            app = self.layer["app"]
+            login(app, SITE_OWNER_NAME)
+            for site in (app["plone"], app["zplone"]):
+                setSite(site)
+                api.content.create(container=site, type="Document", id="bank", title="Riverbank river")
+                api.content.create(container=site, type="Document", id="rive", title="Rivet stone")
+                processQueue()  # (the queue goes to the current site's catalog)
+            transaction.commit()
+            found.clear()
+            self.compare("two words more")
+            self.assertEqual(
+                found[0][("SearchableText", "riv*")], ("rive", "river", "riverbank", "rivet")
+            )  # (an id is searchable text)
+            for n in range(expansions.MAX_WORDS):
+                for site in (app["plone"], app["zplone"]):
+                    setSite(site)
+                    api.content.create(container=site, type="Document", id=f"r{n}", title=f"Riv{n}x stone")
+                    processQueue()
+            transaction.commit()
+            found.clear()
+            self.compare("too many words: the glob stays one")
+            self.assertNotIn(("SearchableText", "riv*"), found[0])
+        finally:
+            search.words_of = words_of
+
+
 class TextOfNoneTest(unittest.TestCase):
     """A deliberate difference (docs/reference.md, "Relevance order").
 
@@ -314,7 +393,9 @@ class FrequenciesTest(unittest.TestCase):
         login(app, SITE_OWNER_NAME)
         setSite(app["plone"])
         for n in (1, 2, 3, 17, 255, 256, 300):
-            api.content.create(container=app["plone"], type="Document", id=f"n{n}", title="x", description="wood " * n)
+            api.content.create(
+                container=app["plone"], type="Document", id=f"n{n}", title="x", description="wood " * n
+            )
         transaction.commit()
         every_word = """SELECT count(*), count(*) FILTER (WHERE pgcatalog_occurrences(searchable_text, u.lexeme,
                                 quote_literal(u.lexeme)::tsquery) IS DISTINCT FROM cardinality(u.positions)),
@@ -383,7 +464,12 @@ class AsYouTypeTest(unittest.TestCase):
         self.assertGreater(found, 15, "too few of the queries find anything")
 
     def test_as_a_form_sends_it(self):
-        for flag, stock in (("1", "river AND sto*"), ("true", "river AND sto*"), ("0", "river sto"), ("", "river sto")):
+        for flag, stock in (
+            ("1", "river AND sto*"),
+            ("true", "river AND sto*"),
+            ("0", "river sto"),
+            ("", "river sto"),
+        ):
             ours = scored(self.pg, {"SearchableText": {"query": "river sto", "as_you_type": flag}})
             self.assertEqual(ours, scored(self.pg, {"SearchableText": stock}), flag)
         self.assertTrue(scored(self.pg, {"SearchableText": "river", "SearchableText_as_you_type": True})[0])

@@ -52,7 +52,9 @@ class Suite:
         else:
             site_packages = subprocess.run(
                 [self.python(), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout.strip()
         args = ["--test-path", site_packages, "-s", self.package]
         for module in self.modules:
@@ -77,7 +79,13 @@ def run(suite: Suite, catalog: bool, workdir: Path) -> Outcome:
     log = workdir / f"{slug}.{label}.log"
     checked_file = workdir / f"{slug}.{label}.checked"
     env = dict(os.environ, PGCATALOG_UPSTREAM_CHECKED=str(checked_file))
-    command = [suite.python(), str(HERE / "runner.py"), str(record), *(["--catalog"] if catalog else []), *suite.args()]
+    command = [
+        suite.python(),
+        str(HERE / "runner.py"),
+        str(record),
+        *(["--catalog"] if catalog else []),
+        *suite.args(),
+    ]
     start = time.monotonic()
     with open(log, "wb") as out:
         # in a scratch directory: the suites write files where they run

@@ -23,6 +23,9 @@ from plone.pgcatalog import registry as r
 from plone.pgcatalog import cells
 from plone.pgcatalog.cells import best_rows
 from plone.pgcatalog.cells import one_word
+from plone.pgcatalog.expansions import Glob
+from plone.pgcatalog.expansions import globs_of
+from plone.pgcatalog.expansions import words_of
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
 from plone.pgcatalog.counts import remembered_statement
@@ -126,6 +129,9 @@ class Plan:
     # WHERE (with its parameters) of the query's other criteria, whose best
     # matches come from the text's cells (cells.best_rows)
     cells: tuple[str, str, list] | None = None
+    # the globs of a query ordered by relevance, to compile as the words
+    # they expand to (expansions.py)
+    globs: tuple[Glob, ...] = ()
 
 
 def _cells_plan(ordering: Ordering, rest: Callable[[], Statement | None]) -> tuple[str, str, list] | None:
@@ -157,6 +163,7 @@ def _plan(
         ranked,
         spec,
         _cells_plan(ordering, rest),
+        globs_of(ordering.scored),
     )
 
 
@@ -170,7 +177,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     defs = catalog.indexes
     refuse_unserved(catalog.tool, query)
 
-    def make(lexicons: Mapping[str, Any]) -> Plan | None:
+    def make(
+        lexicons: Mapping[str, Any], expansions: Mapping[Glob, tuple[str, ...]] | None = None
+    ) -> Plan | None:
         spec = sort_spec(query, defs)  # a bad sort_on fails even where nothing matches
 
         def rest() -> Statement | None:
@@ -180,10 +189,23 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             # matches something matches something)
             return build(canonical(others), defs, lexicons, catalog.path)
 
-        return _plan(spec, build(canonical(query), defs, lexicons, catalog.path), rest)
+        return _plan(spec, build(canonical(query), defs, lexicons, catalog.path, expansions), rest)
 
     try:
         plan = compiled(catalog.tool, query, defs, catalog.lexicons, catalog.path, make)
+        if plan is not None and plan.globs and not has_changes(get_pending()):
+            expansions = words_of(partial(_read_rows, catalog), plan.globs)
+            if expansions:
+                variant = tuple(sorted(expansions.items()))
+                plan = compiled(
+                    catalog.tool,
+                    query,
+                    defs,
+                    catalog.lexicons,
+                    catalog.path,
+                    partial(make, expansions=expansions),
+                    variant,
+                )
     except Fault as fault:
         if fault.before is None or _any(catalog, fault.before.where_sql(), fault.before.params):
             raise fault.error from None
@@ -303,7 +325,12 @@ def _iterates_index(catalog: Catalog, plan: Plan) -> bool:
         return False
     stmt = plan.stmt
     sql, params, made = count_statement(
-        catalog.tool, plan.matched, stmt.params, stmt.reads, statement_key(plan.matched, stmt.params), catalog.site
+        catalog.tool,
+        plan.matched,
+        stmt.params,
+        stmt.reads,
+        statement_key(plan.matched, stmt.params),
+        catalog.site,
     )
     matches = made(read(catalog.tool, sql, params, site=catalog.site)[0])
     needed = keys_needed(matches)
@@ -311,7 +338,9 @@ def _iterates_index(catalog: Catalog, plan: Plan) -> bool:
         return False
     # (remembered while the index is unchanged: a few keys over many rows
     # are all read to count them)
-    sql, params, made = remembered_statement(catalog.tool, catalog.site, index_keys_sql(index, needed), [index.changes])
+    sql, params, made = remembered_statement(
+        catalog.tool, catalog.site, index_keys_sql(index, needed), [index.changes]
+    )
     keys = made(read(catalog.tool, sql, params, site=catalog.site)[0])
     return iterates_index(matches, keys)
 

@@ -201,7 +201,9 @@ class Snapshot:
                 conn.execute(f"CREATE SCHEMA {self.schema}")
                 for table in self.tables:
                     listed = ", ".join(self.columns[table])
-                    conn.execute(f"CREATE UNLOGGED TABLE {self.schema}.{table} AS SELECT {listed} FROM {table}")
+                    conn.execute(
+                        f"CREATE UNLOGGED TABLE {self.schema}.{table} AS SELECT {listed} FROM {table}"
+                    )
                     conn.execute(f"ANALYZE {self.schema}.{table}")
 
     def restore(self, db: ZODB.DB) -> None:

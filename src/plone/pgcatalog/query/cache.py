@@ -49,13 +49,18 @@ def compiled[T](
     lexicons: Callable[[], Mapping[str, Any]],
     catalog_path: Sequence[str],
     make: Callable[[Mapping[str, Any]], T],
+    variant: Hashable = None,
 ) -> T:
     """``make(lexicons)`` for *query* as asked (the caller's compiling:
     its query read, checked, built and planned), or what it made of an
     equal query before.  *lexicons* (by id) are asked for by text queries
-    only.  Faults are raised every time (nothing is kept), so a query
-    found here passed every check the first time and needs none again."""
+    only; *variant* tells apart what *make* makes of one query in other
+    ways (its globs' words).  Faults are raised every time (nothing is
+    kept), so a query found here passed every check the first time and
+    needs none again."""
     key = query_key(query, indexes)
+    if key is not None and variant is not None:
+        key = (key, variant)
     if key is None:
         return make(lexicons() if _texts(query, indexes) else {})
     path = tuple(catalog_path)

@@ -14,6 +14,7 @@ from typing import Any
 from collections.abc import Mapping
 from collections.abc import Sequence
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.query.indexquery import canonical
 from plone.pgcatalog.query.indexquery import IndexQuery
 from plone.pgcatalog.query.indexquery import index_query
@@ -45,14 +46,16 @@ def build(
     indexes: Mapping[str, r.IndexDef],
     lexicons: Mapping[str, Any] | None = None,
     catalog_path: Sequence[str] = (),
+    expansions: Mapping[Glob, tuple[str, ...]] | None = None,
 ) -> Statement | None:
     """Compile *query*; None means "matches nothing".  *catalog_path* is the
     catalog's physical path (ExtendedPathIndex counts levels after the part a
-    query path shares with it)."""
+    query path shares with it); *expansions* the words of globs to compile
+    as words (:mod:`~plone.pgcatalog.expansions`)."""
     named = [index for index in indexes.values() if index.name in query]
     if not named:
         return None
-    context = Context(lexicons or {}, catalog_path)
+    context = Context(lexicons or {}, catalog_path, expansions or {})
     stmt = Statement(where=[], params=[])
     # ZCatalog applies the indexes one by one and stops at the first that
     # finds nothing, so a later index's fault never shows.  Untimed, its

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from functools import partial
+from types import MappingProxyType
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.paths import EVERYTHING
 from plone.pgcatalog.paths import NOTHING
@@ -29,6 +30,8 @@ from plone.pgcatalog.query.keys import text_ok
 from plone.pgcatalog.query.statement import as_filter
 from plone.pgcatalog.query.statement import Nothing
 from plone.pgcatalog.query.statement import Statement
+from plone.pgcatalog.expansions import expand
+from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.relevance import Scored
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.schema import ROWS
@@ -49,6 +52,8 @@ class Context(NamedTuple):
 
     lexicons: Mapping[str, Any]  # by id (text indexes)
     catalog_path: Sequence[str]  # the catalog's physical path (path indexes)
+    # the words of the globs compiled as words (text indexes; expansions.py)
+    expansions: Mapping[Glob, tuple[str, ...]] = MappingProxyType({})
 
 
 def _field_clauses(index: r.IndexDef, q: IndexQuery, expr: str, sql_type: str) -> tuple[list[str], list]:
@@ -309,6 +314,7 @@ def _text(index: r.IndexDef, q: IndexQuery, stmt: Statement, context: Context) -
     tree = as_typed(text, lexicon) if _flag(index, q, "as_you_type") else parse(text, lexicon)
     if tree is None:
         raise Nothing
+    tree = expand(tree, index.name, context.expansions)
     sql, params = text_condition(tree, index.expression())
     stmt.where.append(sql)
     stmt.params.extend(params)
