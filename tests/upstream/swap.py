@@ -30,6 +30,7 @@ import ZODB
 
 CHECKED_ENV = "PGCATALOG_UPSTREAM_CHECKED"
 checked = 0
+made: set[str] = set()  # the databases made here and not dropped yet
 
 
 class PGServer:
@@ -74,6 +75,7 @@ class StackedDB(ZODB.DB):
         name, dsn = testing.create_database(server)
         db = cls(dsn, None)
         db.pg_name = name
+        made.add(name)
         return db
 
     def close(self) -> None:
@@ -84,6 +86,18 @@ class StackedDB(ZODB.DB):
         elif self.pg_name is not None:
             close_pools()
             testing.drop_database(PGServer.get(), self.pg_name)
+            made.discard(self.pg_name)
+
+
+def drop_left() -> None:
+    """Drop the databases of layers never torn down (zope-testrunner
+    leaves a layer set up in a subprocess as it exits)."""
+    close_pools()
+    for name in sorted(made):
+        try:
+            testing.drop_database(PGServer.get(), name)
+        except Exception:  # noqa: BLE001 (the process is ending: what it can)
+            pass
 
 
 def stack(db: ZODB.DB | None = None, name: str | None = None) -> ZODB.DB:
@@ -140,3 +154,4 @@ def install() -> None:
 
     layers.PloneTestLifecycle.testSetUp = testSetUp
     atexit.register(report)
+    atexit.register(drop_left)
