@@ -44,7 +44,12 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["Scored", "compact_word_counts_sql", "ranked_sql", "score_scale"]
+__all__ = ["GIVEN_DF", "Scored", "compact_word_counts_sql", "counted_words", "ranked_sql", "score_scale"]
+
+
+GIVEN_DF = object()
+"""Where :func:`ranked_sql` with *given_df* wants the array of its words'
+document frequencies among its parameters (:func:`counted_words`' order)."""
 
 
 @dataclass
@@ -93,8 +98,16 @@ class _Index:
     (statistics, words, glob expansions), the per-row word counts and
     the score expression, each with its parameters in order."""
 
-    def __init__(self, number: int, scored: Scored, pending: Pending | None, one_scan: bool = False):
+    def __init__(
+        self,
+        number: int,
+        scored: Scored,
+        pending: Pending | None,
+        one_scan: bool = False,
+        given_df: bool = False,
+    ):
         self.n = number
+        self.given_df = given_df  # the words' df come as a parameter (GIVEN_DF)
         self.index = scored.index
         self.key = r.name_literal(scored.index.name)
         # each word and glob with its number (1, 2, ...), in query order
@@ -120,7 +133,8 @@ class _Index:
         """The score of an expansion ``u`` (a lexeme of a row's vector kept
         by a glob's filter) whose idf is ``g.idf1024``."""
         return self._okapi(
-            f"COALESCE((pgcatalog_c{self.n}.freq ->> u.lexeme)::float8, cardinality(u.positions))", "g.idf1024"
+            f"COALESCE((pgcatalog_c{self.n}.freq ->> u.lexeme)::float8, cardinality(u.positions))",
+            "g.idf1024",
         )
 
     def _word(self, word: str) -> str:
@@ -245,7 +259,10 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         expr = self.index.expression()
         stats, params = self._statistics()
         ctes = [stats]
-        if self.words:
+        if self.words and self.given_df:
+            ctes.append(self._idf("unnest(%s::bigint[]) WITH ORDINALITY AS w(df, i)"))
+            params.append(GIVEN_DF)
+        elif self.words:
             # NULL idf where no document holds the word; two parameters however
             # many words (PostgreSQL takes at most 65,535)
             ctes.append(
@@ -368,14 +385,28 @@ def _one_scan(node) -> bool:
     )
 
 
+def counted_words(scored: list[Scored]) -> list[str] | None:
+    """The words whose document frequencies a search ordered by *scored*
+    counts before it scores (in the order :data:`GIVEN_DF` wants them),
+    where they may be given instead: one text index, a query it does not
+    score in one scan (which counts them as it reads their rows), no
+    glob."""
+    if len(scored) != 1 or _one_scan(scored[0].tree):
+        return None
+    index = _Index(0, scored[0], None)
+    return list(index.words) if index.words and not index.globs else None
+
+
 def ranked_sql(
-    scored: list[Scored], where: str, where_params: list, pending: Pending | None
+    scored: list[Scored], where: str, where_params: list, pending: Pending | None, given_df: bool = False
 ) -> tuple[str, list]:
     """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
-    its score (the sum over the text indexes), to be selected from."""
+    its score (the sum over the text indexes), to be selected from.  With
+    *given_df* (where :func:`counted_words` names words) their document
+    frequencies are a parameter, :data:`GIVEN_DF` in the list."""
     if len(scored) == 1 and _one_scan(scored[0].tree):
         return _Index(0, scored[0], pending, one_scan=True).one_scan(where, where_params)
-    parts = [_Index(number, s, pending) for number, s in enumerate(scored)]
+    parts = [_Index(number, s, pending, given_df=given_df) for number, s in enumerate(scored)]
     ctes, params = [], []
     for part in parts:
         sql, ps = part.ctes()

@@ -57,7 +57,11 @@ from plone.pgcatalog.query.page import keyed_count_sql
 from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
+from plone.pgcatalog.frequencies import document_frequencies
+from plone.pgcatalog.relevance import counted_words
+from plone.pgcatalog.relevance import GIVEN_DF
 from plone.pgcatalog.relevance import ranked_sql
+from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.results import CatalogResults
 from plone.pgcatalog.results import MAX_PAGE
 from plone.pgcatalog.results import MIN_ROWS
@@ -132,6 +136,10 @@ class Plan:
     # the globs of a query ordered by relevance, to compile as the words
     # they expand to (expansions.py)
     globs: tuple[Glob, ...] = ()
+    # the words whose document frequencies the ranked statement may be
+    # given (frequencies.py), and that statement
+    df_words: list[str] | None = None
+    ranked_given: tuple[str, list] | None = None
 
 
 def _cells_plan(ordering: Ordering, rest: Callable[[], Statement | None]) -> tuple[str, str, list] | None:
@@ -153,6 +161,7 @@ def _plan(
     ordering = add_sort(stmt, spec)
     where = ordering.where_sql(stmt)
     ranked = ranked_sql(ordering.scored, where, stmt.params, None) if ordering.scored else None
+    df_words = counted_words(ordering.scored) if ordering.scored else None
     return Plan(
         stmt,
         ordering,
@@ -164,6 +173,8 @@ def _plan(
         spec,
         _cells_plan(ordering, rest),
         globs_of(ordering.scored),
+        df_words,
+        ranked_sql(ordering.scored, where, stmt.params, None, given_df=True) if df_words else None,
     )
 
 
@@ -469,6 +480,12 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
         if has_changes(pending)
         else plan.ranked
     )
+    if plan.df_words and plan.ranked_given and not has_changes(pending):
+        index = plan.ordering.scored[0].index
+        df = document_frequencies(catalog.tool, catalog.site, index, plan.df_words)
+        if df is not None:
+            head, given = plan.ranked_given
+            head_params = [array_literal(df) if p is GIVEN_DF else p for p in given]
 
     def select(
         tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
