@@ -25,7 +25,12 @@ from plone.pgcatalog.text import lexeme
 from typing import Any
 
 
-__all__ = ["INLINE", "document_frequencies", "holding"]
+__all__ = ["INLINE", "MAX_WORDS", "document_frequencies", "holding"]
+
+MAX_WORDS = 16
+"""The most words whose counts are read before a search (each is a count
+statement of its own in the one sent; a query of 500 words ran past the
+statement timeout so): a longer query counts them inside the search."""
 
 INLINE = 256
 """Words each held by at most this many rows (as last counted) are counted
@@ -46,7 +51,9 @@ def document_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequenc
     """The number of catalog rows of tool *tool* (its site at *site*)
     whose text *index* holds each of *words*, in order; None where the
     search had better count them itself: this transaction's own changes
-    are in them, or each is held by few rows."""
+    are in them, each is held by few rows, or they are too many."""
+    if len(words) > MAX_WORDS:
+        return None
     keys = [statement_key(*holding(index, word)) for word in words]
     if any(unchanged_key(tool, site, key) is None for key in keys):
         return None
