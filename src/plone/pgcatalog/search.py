@@ -58,6 +58,7 @@ from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
 from plone.pgcatalog.frequencies import document_frequencies
+from plone.pgcatalog.frequencies import holding as word_holding
 from plone.pgcatalog.relevance import counted_words
 from plone.pgcatalog.relevance import GIVEN_DF
 from plone.pgcatalog.relevance import ranked_sql
@@ -68,7 +69,6 @@ from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.results import MIN_WINDOW
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.snippets import Snippets
-from plone.pgcatalog.text import lexeme
 from plone.pgcatalog.errors import UnservedIndex
 from typing import Any
 from ZTUtils.Lazy import LazyCat
@@ -137,9 +137,8 @@ class Plan:
     # they expand to (expansions.py)
     globs: tuple[Glob, ...] = ()
     # the words whose document frequencies the ranked statement may be
-    # given (frequencies.py), and that statement
-    df_words: list[str] | None = None
-    ranked_given: tuple[str, list] | None = None
+    # given (frequencies.py), with that statement and its parameters
+    given: tuple[list[str], str, list] | None = None
 
 
 def _cells_plan(ordering: Ordering, rest: Callable[[], Statement | None]) -> tuple[str, str, list] | None:
@@ -161,7 +160,8 @@ def _plan(
     ordering = add_sort(stmt, spec)
     where = ordering.where_sql(stmt)
     ranked = ranked_sql(ordering.scored, where, stmt.params, None) if ordering.scored else None
-    df_words = counted_words(ordering.scored) if ordering.scored else None
+    words = counted_words(ordering.scored) if ordering.scored else None
+    given = (words, *ranked_sql(ordering.scored, where, stmt.params, None, given_df=True)) if words else None
     return Plan(
         stmt,
         ordering,
@@ -173,8 +173,7 @@ def _plan(
         spec,
         _cells_plan(ordering, rest),
         globs_of(ordering.scored),
-        df_words,
-        ranked_sql(ordering.scored, where, stmt.params, None, given_df=True) if df_words else None,
+        given,
     )
 
 
@@ -371,7 +370,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     word, where, params = plan.cells
     tool, site = catalog.tool, catalog.site
     text = catalog.indexes[r.SEARCHABLE_TEXT]
-    holding, holding_params = f"{text.expression()} @@ %s::tsquery", [lexeme(word)]
+    holding, holding_params = word_holding(text, word)
     key = statement_key(holding, holding_params)
     known = remembered_count(tool, site, key)
     if known is not None and known <= cells.FEW:  # (the word's rows are scored whole: no round trip)
@@ -474,18 +473,17 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
     relevance (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
     ``data_record_score_`` and ``data_record_normalized_score_``."""
     stmt, pending = plan.stmt, get_pending()
-    # the index's statistics are read as this transaction sees them
-    head, head_params = (
-        ranked_sql(plan.ordering.scored, plan.where, stmt.params, pending)
-        if has_changes(pending)
-        else plan.ranked
-    )
-    if plan.df_words and plan.ranked_given and not has_changes(pending):
-        index = plan.ordering.scored[0].index
-        df = document_frequencies(catalog.tool, catalog.site, index, plan.df_words)
-        if df is not None:
-            head, given = plan.ranked_given
-            head_params = [array_literal(df) if p is GIVEN_DF else p for p in given]
+    if has_changes(pending):
+        # the index's statistics are read as this transaction sees them
+        head, head_params = ranked_sql(plan.ordering.scored, plan.where, stmt.params, pending)
+    else:
+        head, head_params = plan.ranked
+        if plan.given is not None:
+            words, given_head, given_params = plan.given
+            df = document_frequencies(catalog.tool, catalog.site, plan.ordering.scored[0].index, words)
+            if df is not None:
+                head = given_head
+                head_params = [array_literal(df) if p is GIVEN_DF else p for p in given_params]
 
     def select(
         tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
