@@ -36,6 +36,7 @@ from plone.pgcatalog.database import load_texts
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
 from plone.pgcatalog.overlay import has_changes
+from plone.pgcatalog.kept import page_rows
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.query import add_sort
@@ -204,7 +205,8 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     try:
         plan = compiled(catalog.tool, query, defs, catalog.lexicons, catalog.path, make)
         if plan is not None and plan.globs and not has_changes(get_pending()):
-            expansions = words_of(partial(_read_rows, catalog), plan.globs)
+            texts = {catalog.indexes[name].changes for name, _ in plan.globs}
+            expansions = words_of(partial(page_rows, catalog.tool, catalog.site, reads=texts), plan.globs)
             if expansions:
                 variant = tuple(sorted(expansions.items()))
                 plan = compiled(
@@ -253,7 +255,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     if spec and b_size and b_start > 0:
         # ZCatalog takes a batch that starts past the middle of the
         # matches from their end: counting up to 2 * b_start tells
-        rlen, sortable = read(catalog.tool, *keyed_count_sql(stmt, ordering, _bounded(2 * b_start)))[0]
+        rlen, sortable = page_rows(
+            catalog.tool, catalog.site, *keyed_count_sql(stmt, ordering, _bounded(2 * b_start)), reads
+        )[0]
         if b_start > rlen / 2:
             # the matches are all counted: their count is known
             total = rlen if b_start >= rlen else sortable  # (ZCatalog's, as it gives up or sorts)
@@ -301,7 +305,7 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             rows, metadata = best[offset:], False
         elif size and ordering.walks(offset + size):
             sql, params = top_sql(stmt, ordering, offset + size, offset, metadata)
-            rows = list(map(Row, read(catalog.tool, sql, params, site=catalog.site, generic=True)))
+            rows = list(map(Row, page_rows(catalog.tool, catalog.site, sql, params, reads, generic=True)))
         else:
             rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
@@ -460,7 +464,7 @@ def _ordered_select(
                 catalog.tool, where, params, reads, count_key, catalog.site, window=not covered
             )
         sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
-        rows = list(map(Row, read(catalog.tool, sql, all_params, site=catalog.site, generic=generic)))
+        rows = list(map(Row, page_rows(catalog.tool, catalog.site, sql, all_params, reads, generic)))
         if count is not None and rows:
             count.remember(rows[0].count, rows[0].generation)
         return rows
@@ -491,11 +495,12 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
         # planning this statement costs as much as running it (the text
         # index is read in several places), and every match is scored
         # whatever the words: the generic plan serves
-        rows = read(
+        rows = page_rows(
             catalog.tool,
+            catalog.site,
             f"{head}\n{scored_sql(tail, stmt.scale, counted, metadata, first)}",
             [*head_params, *params],
-            site=catalog.site,
+            plan.reads,
             generic=True,
         )
         return scored_rows(rows)

@@ -1,0 +1,119 @@
+"""Pages of searches, kept between the catalog changes that concern them.
+
+ZCatalog answers a search from BTrees in memory; here every search asks
+PostgreSQL, and on a small site the statement's planning and execution,
+not its result, is most of a search's time.  The same searches come again
+and again (a listing, a portlet, the navigation, a visitor's page), and
+most commits change nothing they read: an editor's new title changes no
+page of a type's items.  So each process keeps the rows of the pages it
+selected, with the catalog's *generation* they were selected at: the
+stamps of what their statement reads (:func:`~plone.pgcatalog.schema.generation_sql`,
+as :mod:`~plone.pgcatalog.counts` keeps counts).  The next search of the
+same page asks only for the generation, and, where it is the same, for
+the metadata of the rows that carried theirs (metadata are no part of
+any generation: they change with every edit), by record id, in one
+statement that cannot fail and so needs no savepoint.  Where the
+generation moved, the page is selected again, with its generation in the
+same statement and snapshot.
+
+A page holds the rows as the security terms of the search selected them:
+the terms are parameters of the statement, so of its key, and a change of
+any row's security (``allowedRolesAndUsers``) moves the generation of every
+statement that reads them.  A transaction with catalog changes of its own
+reads its own rows: it neither uses nor keeps pages (:func:`~plone.pgcatalog.counts.unchanged_key`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from plone.pgcatalog.counts import Remembered
+from plone.pgcatalog.counts import statement_key
+from plone.pgcatalog.counts import unchanged_key
+from plone.pgcatalog.database import read
+from plone.pgcatalog.schema import generation_sql
+from plone.pgcatalog.values import array_literal
+from typing import Any
+
+
+__all__ = ["MAX_ROWS", "SIZE", "clear", "page_rows"]
+
+SIZE = 256
+"""Pages kept per process (the least recently used go first)."""
+
+MAX_ROWS = 200
+"""The longest page kept: longer ones are selected every time."""
+
+META = 6
+"""The column of a page's row that holds its stored metadata
+(``query.page.Row``; other statements' rows carry none)."""
+
+_pages = Remembered(SIZE)
+"""Pages by key: (generation, (rows without metadata, the positions of
+the rows that carried metadata, their record ids as an array literal))."""
+
+
+def page_rows(
+    catalog: Any, site: str, sql: str, params: list, reads: Iterable[str], generic: bool = False
+) -> list[tuple]:
+    """The rows of *sql*, a page statement over the catalog rows of tool
+    *catalog* (its site at path *site*) that reads *reads*
+    (``Statement.reads``), as :func:`~plone.pgcatalog.database.read`
+    selects them: a page kept since what it reads last changed, with
+    fresh metadata, or else the page selected (and kept).  *generic*: as
+    for :func:`~plone.pgcatalog.connection.fetch`."""
+    reads = frozenset(reads)
+    page = statement_key(sql, params)
+    key = None if page is None or "*" in reads else unchanged_key(catalog, site, ("page", page))
+    if key is None:  # (an add-on's kind may read anything)
+        return read(catalog, sql, params, site=site, generic=generic)
+    generation = generation_sql(reads)
+    known = _pages.get(key)
+    if known is not None:
+        made_at, (rows, carried, zoids) = known
+        if not carried:  # (a statement over object_state would be planned anew each time: see _KEPT)
+            if read(catalog, f"SELECT {generation}", [], site=site, guarded=False)[0][0] == made_at:
+                return rows
+        else:
+            found = read(
+                catalog, _KEPT.format(generation=generation), [made_at, zoids], site=site, guarded=False
+            )
+            if found[0][0] == made_at:
+                return _with_metadata(rows, carried, {zoid: meta for _, zoid, meta in found})
+    selected = read(
+        catalog, f"SELECT p.*, {generation} FROM ({sql}) AS p", params, site=site, generic=generic
+    )
+    rows = [row[:-1] for row in selected]
+    if selected and len(rows) <= MAX_ROWS and selected[0][-1] is not None:
+        carried = tuple(
+            position for position, row in enumerate(rows) if len(row) > META and row[META] is not None
+        )
+        zoids = array_literal([rows[position][0] for position in carried])
+        _pages.put(key, selected[0][-1], (_with_metadata(rows, carried, {}), carried, zoids))
+    return rows
+
+
+def _with_metadata(rows: list[tuple], carried: tuple[int, ...], meta: dict) -> list[tuple]:
+    """*rows* with the metadata *meta* (by record id; None where it has
+    none) in those at the positions *carried*."""
+    fresh = list(rows)
+    for position in carried:
+        row = rows[position]
+        fresh[position] = (*row[:META], meta.get(row[0]), *row[META + 1 :])
+    return fresh
+
+
+# The generation as this snapshot sees it, and, where it is the kept
+# page's, the metadata of the rows that carried theirs.  (PostgreSQL plans
+# a statement anew at each run where its plan for the values looks
+# cheaper than the generic one, as it does for an empty array of record
+# ids; planning a statement over object_state and its many indexes takes
+# most of a millisecond.)
+_KEPT = """SELECT g.generation, o.zoid, o.meta
+  FROM (SELECT {generation} AS generation) AS g
+  LEFT JOIN LATERAL (
+    SELECT zoid, meta FROM object_state WHERE g.generation = %s AND zoid = ANY(%s::bigint[])) AS o ON true"""
+
+
+def clear() -> None:
+    """Forget every page (tests start from nothing)."""
+    _pages.clear()

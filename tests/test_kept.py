@@ -1,0 +1,178 @@
+"""Pages of searches kept between the catalog changes that concern them
+(plone.pgcatalog.kept).
+
+A kept page must be the page the catalog would select: after a commit
+that changes what its statement reads (a new item, a workflow change, a
+sharing change), in a transaction with changes of its own, and with the
+metadata as stored now.  The tests first prove that a search is answered
+from memory (a kept page made false shows), then that each change makes
+the page be selected again.
+"""
+
+from helpers import CatalogTestCase
+from plone import api
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import database
+from plone.pgcatalog import kept
+
+import transaction
+
+
+# a page of each kind: the first window of an unsorted and of a sorted
+# search, a batch, a batch past the middle (its count first), and the
+# search box's glob in relevance order (its expansion first)
+QUERIES = (
+    {"portal_type": "Document"},
+    {"portal_type": "Document", "sort_on": "sortable_title"},
+    {"portal_type": "Document", "sort_on": "sortable_title", "b_start": 0, "b_size": 2},
+    {"portal_type": "Document", "sort_on": "sortable_title", "b_start": 3, "b_size": 2},
+    {"SearchableText": "kept*", "b_start": 0, "b_size": 10},
+)
+
+FALSE = "/false/path"
+
+
+class KeptPagesTest(CatalogTestCase):
+    def setUp(self):
+        super().setUp()
+        self.portal.portal_workflow.setChainForPortalTypes(
+            ("Document", "Folder"), "simple_publication_workflow"
+        )
+        self.folder = api.content.create(container=self.portal, type="Folder", id="kept", title="Kept")
+        api.content.transition(obj=self.folder, transition="publish")
+        for i in range(5):
+            doc = api.content.create(
+                container=self.folder, type="Document", id=f"d{i}", title=f"Kept page {i}", description="kept"
+            )
+            api.content.transition(obj=doc, transition="publish")
+        transaction.commit()
+        kept.clear()
+
+    def tearDown(self):
+        kept.clear()
+        transaction.abort()
+        login(self.layer["app"], SITE_OWNER_NAME)
+
+    def paths(self, query: dict) -> list[str]:
+        return [brain.getPath() for brain in self.catalog(**query)]
+
+    def falsify(self) -> None:
+        """Give every row of every kept page a false path."""
+        pages = kept._pages.items()
+        self.assertTrue(pages)
+        for key, (generation, (rows, carried, zoids)) in pages:
+            false = [
+                (row[0], FALSE, *row[2:]) if isinstance(row[1], str) and row[1].startswith("/") else row
+                for row in rows
+            ]
+            kept._pages.put(key, generation, (false, carried, zoids))
+
+    def test_a_page_is_kept_while_what_it_reads_is_unchanged(self):
+        first = [self.paths(query) for query in QUERIES]
+        self.assertTrue(all(first), first)
+        self.assertEqual(first, [self.paths(query) for query in QUERIES])  # (kept now)
+        self.falsify()
+        # proof that the search reads the kept rows: the false paths show
+        for query in QUERIES:
+            self.assertEqual(set(self.paths(query)), {FALSE}, query)
+
+    def test_a_commit_that_changes_what_a_page_reads_selects_it_again(self):
+        for query in QUERIES:
+            self.paths(query)
+        self.falsify()
+        api.content.create(
+            container=self.folder, type="Document", id="d5", title="Kept page 5", description="kept"
+        )
+        transaction.commit()
+        for query in QUERIES:
+            self.assertNotIn(FALSE, self.paths(query), query)
+        self.assertIn("/plone/kept/d5", self.paths(QUERIES[0]))
+
+    def test_metadata_are_read_fresh(self):
+        self.assertIn("Kept page 1", [brain.Title for brain in self.catalog(**QUERIES[1])])
+        doc = self.folder["d1"]
+        doc.title = "Renamed"
+        # a partial reindex: the title's index keeps the old value, the
+        # metadata take the new one (ZCatalog updates them too)
+        doc.reindexObject(idxs=["exclude_from_nav"])
+        transaction.commit()
+        for query in QUERIES[:4]:
+            titles = [brain.Title for brain in self.catalog(**query)]
+            if "/plone/kept/d1" in self.paths(query):
+                self.assertIn("Renamed", titles, query)
+                self.assertNotIn("Kept page 1", titles, query)
+
+    def test_a_workflow_change_hides_a_kept_item_from_anonymous(self):
+        logout()
+        seen = [self.paths(query) for query in QUERIES]
+        self.assertIn("/plone/kept/d2", seen[0])
+        login(self.layer["app"], SITE_OWNER_NAME)
+        api.content.transition(obj=self.folder["d2"], transition="retract")
+        transaction.commit()
+        logout()
+        for query in QUERIES:
+            self.assertNotIn("/plone/kept/d2", self.paths(query), query)
+
+    def test_a_sharing_change_shows_and_hides_a_kept_item(self):
+        api.user.create(email="reader@example.org", username="reader", password="secret-password")
+        doc = self.folder["d3"]
+        api.content.transition(obj=doc, transition="retract")
+        transaction.commit()
+        login(self.portal, "reader")
+        self.assertNotIn("/plone/kept/d3", self.paths(QUERIES[0]))
+        self.paths(QUERIES[0])  # (kept)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        api.user.grant_roles(username="reader", obj=doc, roles=["Reader"])
+        doc.reindexObjectSecurity()  # (as Plone's sharing page does)
+        transaction.commit()
+        login(self.portal, "reader")
+        self.assertIn("/plone/kept/d3", self.paths(QUERIES[0]))
+        self.paths(QUERIES[0])  # (kept)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        api.user.revoke_roles(username="reader", obj=doc, roles=["Reader"])
+        doc.reindexObjectSecurity()
+        transaction.commit()
+        login(self.portal, "reader")
+        self.assertNotIn("/plone/kept/d3", self.paths(QUERIES[0]))
+
+    def test_a_transaction_with_changes_of_its_own_reads_its_rows(self):
+        for query in QUERIES:
+            self.paths(query)
+        self.falsify()
+        doc = self.folder["d4"]
+        doc.title = "Kept page four"
+        doc.reindexObject()
+        for query in QUERIES:
+            self.assertNotIn(FALSE, self.paths(query), query)
+        transaction.abort()
+
+    def test_a_kept_page_costs_one_statement(self):
+        statements = []
+        fetch = database.fetch
+
+        def counted(context, sql, *args, **kw):
+            statements.append(sql)
+            return fetch(context, sql, *args, **kw)
+
+        for query in QUERIES:
+            self.paths(query)
+        database.fetch = counted
+        try:
+            for query in QUERIES:
+                del statements[:]
+                self.paths(query)
+                # the generation (with the kept rows' metadata)
+                self.assertEqual(
+                    len([sql for sql in statements if "pgcatalog_counter" in sql]),
+                    len(statements),
+                    (query, statements),
+                )
+                self.assertEqual(
+                    len(statements),
+                    2 if "b_start" in query and query["b_start"] or "SearchableText" in query else 1,
+                    query,
+                )
+        finally:
+            database.fetch = fetch
