@@ -25,7 +25,9 @@ reads its own rows: it neither uses nor keeps pages (:func:`~plone.pgcatalog.cou
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from collections.abc import Iterable
+from dataclasses import dataclass
 from plone.pgcatalog.counts import Remembered
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.counts import unchanged_key
@@ -47,49 +49,83 @@ META = 6
 """The column of a page's row that holds its stored metadata
 (``query.page.Row``; other statements' rows carry none)."""
 
+
+@dataclass(frozen=True)
+class Page:
+    """A kept page: its rows (without metadata), the positions of the rows
+    that carried metadata, their record ids (an array literal), and
+    whether the generation had moved when the page was last asked for."""
+
+    rows: list[tuple]
+    carried: tuple[int, ...]
+    zoids: str
+    moved: bool = False
+
+
 _pages = Remembered(SIZE)
-"""Pages by key: (generation, (rows without metadata, the positions of
-the rows that carried metadata, their record ids as an array literal))."""
+"""Kept pages by key: (generation, :class:`Page`)."""
 
 
 def page_rows(
-    catalog: Any, site: str, sql: str, params: list, reads: Iterable[str], generic: bool = False
+    catalog: Any,
+    site: str,
+    sql: str,
+    params: list,
+    reads: Iterable[str],
+    generic: bool = False,
+    key: Hashable | None = None,
 ) -> list[tuple]:
     """The rows of *sql*, a page statement over the catalog rows of tool
     *catalog* (its site at path *site*) that reads *reads*
     (``Statement.reads``), as :func:`~plone.pgcatalog.database.read`
     selects them: a page kept since what it reads last changed, with
-    fresh metadata, or else the page selected (and kept).  *generic*: as
-    for :func:`~plone.pgcatalog.connection.fetch`."""
+    fresh metadata, or else the page selected (and kept).  A page whose
+    generation had moved when it was last asked for is selected at once
+    (what it reads changes often: asking first would cost a round trip
+    each time), until a selection finds the generation unchanged.
+    *generic*: as for :func:`~plone.pgcatalog.connection.fetch`; *key*:
+    what identifies the page (:func:`~plone.pgcatalog.counts.statement_key`),
+    where *sql* and *params* carry more (a remembered count), by default
+    they."""
     reads = frozenset(reads)
-    page = statement_key(sql, params)
+    page = statement_key(sql, params) if key is None else key
     key = None if page is None or "*" in reads else unchanged_key(catalog, site, ("page", page))
     if key is None:  # (an add-on's kind may read anything)
         return read(catalog, sql, params, site=site, generic=generic)
     generation = generation_sql(reads)
-    known = _pages.get(key)
-    if known is not None:
-        made_at, (rows, carried, zoids) = known
-        if not carried:  # (a statement over object_state would be planned anew each time: see _KEPT)
-            if read(catalog, f"SELECT {generation}", [], site=site, guarded=False)[0][0] == made_at:
-                return rows
-        else:
-            found = read(
-                catalog, _KEPT.format(generation=generation), [made_at, zoids], site=site, guarded=False
-            )
-            if found[0][0] == made_at:
-                return _with_metadata(rows, carried, {zoid: meta for _, zoid, meta in found})
+    made_at, known = _pages.get(key) or (None, None)
+    if known is not None and not known.moved:
+        rows = _kept_rows(catalog, site, generation, made_at, known)
+        if rows is not None:
+            return rows
     selected = read(
         catalog, f"SELECT p.*, {generation} FROM ({sql}) AS p", params, site=site, generic=generic
     )
     rows = [row[:-1] for row in selected]
-    if selected and len(rows) <= MAX_ROWS and selected[0][-1] is not None:
+    now = selected[0][-1] if selected else None
+    if now is not None and len(rows) <= MAX_ROWS:
         carried = tuple(
             position for position, row in enumerate(rows) if len(row) > META and row[META] is not None
         )
         zoids = array_literal([rows[position][0] for position in carried])
-        _pages.put(key, selected[0][-1], (_with_metadata(rows, carried, {}), carried, zoids))
+        moved = known is not None and made_at != now
+        _pages.put(key, now, Page(_with_metadata(rows, carried, {}), carried, zoids, moved))
     return rows
+
+
+def _kept_rows(catalog: Any, site: str, generation: str, made_at: str, page: Page) -> list[tuple] | None:
+    """The rows of *page*, kept at generation *made_at*, with their
+    metadata as stored now, where *generation* (SQL) is still *made_at*;
+    else None."""
+    if not page.carried:  # (a statement over object_state would be planned anew each time: see _KEPT)
+        found = read(catalog, f"SELECT {generation}", [], site=site, guarded=False)
+        return page.rows if found[0][0] == made_at else None
+    found = read(
+        catalog, _KEPT.format(generation=generation), [made_at, page.zoids], site=site, guarded=False
+    )
+    if found[0][0] != made_at:
+        return None
+    return _with_metadata(page.rows, page.carried, {zoid: meta for _, zoid, meta in found})
 
 
 def _with_metadata(rows: list[tuple], carried: tuple[int, ...], meta: dict) -> list[tuple]:

@@ -464,7 +464,11 @@ def _ordered_select(
                 catalog.tool, where, params, reads, count_key, catalog.site, window=not covered
             )
         sql, all_params = ordered_sql(where, params, order, tail, tail_params, count, metadata, first)
-        rows = list(map(Row, page_rows(catalog.tool, catalog.site, sql, all_params, reads, generic)))
+        # (the page is the same whatever count the statement was given)
+        page = statement_key(
+            f"{where} ORDER BY {order} {tail}", [*params, *tail_params, counted, metadata, first]
+        )
+        rows = list(map(Row, page_rows(catalog.tool, catalog.site, sql, all_params, reads, generic, page)))
         if count is not None and rows:
             count.remember(rows[0].count, rows[0].generation)
         return rows
