@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import SITE_OWNER_NAME
+from plone.pgcatalog import kept
 from plone.pgcatalog import replicas
 from plone.pgcatalog import row
 from plone.pgcatalog.connection import READ_DSN_ENV
@@ -147,7 +148,10 @@ def slow_relevance(dsn: str) -> Iterator[Callable[[], None]]:
     function, replaced and put back), so a search in relevance order is
     still running when the fault strikes.  Put back on a new connection
     (the server may have restarted meanwhile), at the end or earlier by
-    the callable it yields."""
+    the callable it yields.  The pages this process keeps are forgotten
+    (plone.pgcatalog.kept): the search is to run in PostgreSQL, where
+    nothing it reads changed."""
+    kept.clear()
     signature = "pgcatalog_okapi(float8, float8, float8, float8)"
     with psycopg.connect(dsn, autocommit=True) as conn:
         (original,) = conn.execute(f"SELECT pg_get_functiondef('{signature}'::regprocedure)").fetchone()

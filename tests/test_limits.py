@@ -6,6 +6,7 @@ from plone import api
 from plone.app.testing import SITE_OWNER_NAME
 from plone.app.testing import SITE_OWNER_PASSWORD
 from plone.pgcatalog import connection
+from plone.pgcatalog import kept
 from plone.pgcatalog import pools
 from plone.pgcatalog import replicas
 from plone.pgcatalog.pools import get_pool
@@ -30,7 +31,10 @@ import transaction
 def slow_relevance(dsn: str):
     """Relevance scoring slowed to two seconds a match, in the database
     (the catalog's SQL function, replaced and put back): a search in
-    relevance order then runs past a short statement timeout."""
+    relevance order then runs past a short statement timeout.  The pages
+    this process keeps are forgotten (plone.pgcatalog.kept): the search is
+    to run in PostgreSQL, where nothing it reads changed."""
+    kept.clear()
     with psycopg.connect(dsn, autocommit=True) as conn:
         (original,) = conn.execute(
             "SELECT pg_get_functiondef('pgcatalog_okapi(float8, float8, float8, float8)'::regprocedure)"

@@ -6,6 +6,7 @@ from plone import api
 from plone.pgcatalog import connection
 from plone.pgcatalog import pools
 from plone.pgcatalog import database
+from plone.pgcatalog import kept
 from plone.pgcatalog import search as search_module
 from plone.pgcatalog.values import array_literal
 from psycopg.rows import tuple_row
@@ -23,9 +24,16 @@ import transaction
 
 
 class ReadTest(CatalogTestCase):
+    """What each search sends: the statements counted here are those of
+    pages selected, not kept (plone.pgcatalog.kept: tests/test_kept.py)."""
+
     def setUp(self):
         super().setUp()
         self.create(30)
+        kept.clear()
+        keeping = mock.patch.object(kept._pages, "put", lambda *args: None)
+        keeping.start()
+        self.addCleanup(keeping.stop)
 
     def create(self, count):
         folder = self.portal.get("many") or api.content.create(
