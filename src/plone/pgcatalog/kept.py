@@ -93,9 +93,9 @@ def page_rows(
     if key is None:  # (an add-on's kind may read anything)
         return read(catalog, sql, params, site=site, generic=generic)
     generation = generation_sql(reads)
-    made_at, known = _pages.get(key) or (None, None)
-    if known is not None and not known.moved:
-        rows = _kept_rows(catalog, site, generation, made_at, known)
+    known = _pages.get(key)  # (generation, Page)
+    if known is not None and not known[1].moved:
+        rows = _kept_rows(catalog, site, generation, *known)
         if rows is not None:
             return rows
     selected = read(
@@ -108,7 +108,7 @@ def page_rows(
             position for position, row in enumerate(rows) if len(row) > META and row[META] is not None
         )
         zoids = array_literal([rows[position][0] for position in carried])
-        moved = known is not None and made_at != now
+        moved = known is not None and known[0] != now
         _pages.put(key, now, Page(_with_metadata(rows, carried, {}), carried, zoids, moved))
     return rows
 
