@@ -18,6 +18,7 @@ from plone.pgcatalog import database
 from plone.pgcatalog import kept
 
 import dataclasses
+import random
 import transaction
 
 
@@ -187,3 +188,84 @@ class KeptPagesTest(CatalogTestCase):
                 )
         finally:
             database.fetch = fetch
+
+    def test_kept_pages_answer_as_pages_selected_again(self):
+        """Random creations, deletions, transitions, tags, titles, moves,
+        reorders and sharing, each committed: every page a search answers
+        from memory, as a Manager, as a Member and as Anonymous, equals the
+        page selected again (paths, scores, counts, titles)."""
+        other = api.content.create(container=self.portal, type="Folder", id="other", title="Other kept")
+        api.content.transition(obj=other, transition="publish")
+        api.user.create(email="member@example.org", username="member", password="secret-password")
+        transaction.commit()
+        queries = [
+            *QUERIES,
+            {"path": {"query": "/plone/kept", "depth": 1}, "sort_on": "getObjPositionInParent"},
+            {"review_state": "published", "sort_on": "modified", "sort_order": "descending", "sort_limit": 3},
+            {"Subject": "tagged"},
+            {"SearchableText": "kept AND page*", "b_start": 0, "b_size": 3},
+        ]
+        rng = random.Random(51)
+        made = iter(range(1000))
+
+        def change() -> str:
+            docs = [doc for folder in (self.folder, other) for doc in folder.objectValues()]
+            what = rng.choice(["create", "delete", "publish", "tag", "move", "retitle", "reorder", "share"])
+            doc = rng.choice(docs)
+            if what == "create" or len(docs) < 3:
+                api.content.create(
+                    container=self.folder, type="Document", id=f"n{next(made)}", title="Kept new"
+                )
+            elif what == "delete":
+                api.content.delete(obj=doc)
+            elif what == "publish":
+                state = api.content.get_state(obj=doc)
+                api.content.transition(obj=doc, transition="retract" if state == "published" else "publish")
+            elif what == "tag":
+                doc.setSubject([] if doc.Subject() else ["tagged"])
+                doc.reindexObject()
+            elif what == "move":
+                api.content.move(source=doc, target=other if doc.__parent__ is self.folder else self.folder)
+            elif what == "retitle":
+                doc.title = rng.choice(["Kept page again", "Nothing kept", "Elsewhere"])
+                doc.reindexObject(idxs=rng.choice([None, ["exclude_from_nav"]]))
+            elif what == "reorder":
+                self.folder.moveObjectsToTop([rng.choice(self.folder.objectIds())])
+            else:
+                roles = api.user.get_roles(username="member", obj=doc, inherit=False)
+                change_roles = api.user.revoke_roles if "Reader" in roles else api.user.grant_roles
+                change_roles(username="member", obj=doc, roles=["Reader"])
+                doc.reindexObjectSecurity()
+            return what
+
+        def answers() -> list:
+            found = []
+            for user in (SITE_OWNER_NAME, "member", None):
+                if user is None:
+                    logout()
+                else:
+                    login(self.layer["app"] if user == SITE_OWNER_NAME else self.portal, user)
+                for query in queries:
+                    results = self.catalog(**query)
+                    found.append(
+                        (
+                            user,
+                            repr(query),
+                            [(b.getPath(), b.Title, b.data_record_score_) for b in results],
+                            results.actual_result_count,
+                        )
+                    )
+            login(self.layer["app"], SITE_OWNER_NAME)
+            return found
+
+        answers()
+        kept_once = 0
+        for _ in range(30):
+            what = change()
+            transaction.commit()
+            answers()  # (the pages kept, or selected where their reads changed)
+            from_memory = answers()
+            kept_once += len(kept._pages.items())
+            kept.clear()
+            self.assertEqual(from_memory, answers(), what)
+        self.assertGreater(kept_once, 0)
