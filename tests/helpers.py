@@ -222,3 +222,37 @@ EVERY_FREQUENCY = """UPDATE object_state SET word_counts = (
                                  ELSE (idx ->> c.key)::tsvector END) AS u), '{}') || (c.value -> 1)))
       FROM jsonb_each(word_counts) AS c)
  WHERE word_counts IS NOT NULL"""
+
+
+CHANGES = ("create", "delete", "publish", "tag", "move", "retitle")
+"""The kinds of :func:`random_change`."""
+
+
+def random_change(
+    rng: random.Random, home, other, made, titles: list[str], kinds=CHANGES
+) -> tuple[str, object]:
+    """One random change of the Documents in folders *home* and *other*
+    (simple_publication_workflow), committed by the caller: a new one in
+    *home* (ids from the iterator *made*), a deletion, a transition, a tag,
+    a move to the other folder, a title from *titles*; a kind of *kinds*
+    not among these is the caller's to make.  The kind and the Document."""
+    docs = [doc for folder in (home, other) for doc in folder.objectValues()]
+    what = rng.choice(kinds)
+    doc = rng.choice(docs)
+    if what == "create" or len(docs) < 3:
+        what = "create"
+        api.content.create(container=home, type="Document", id=f"n{next(made)}", title=titles[0])
+    elif what == "delete":
+        api.content.delete(obj=doc)
+    elif what == "publish":
+        state = api.content.get_state(obj=doc)
+        api.content.transition(obj=doc, transition="retract" if state == "published" else "publish")
+    elif what == "tag":
+        doc.setSubject([] if doc.Subject() else ["tagged"])
+        doc.reindexObject()
+    elif what == "move":
+        api.content.move(source=doc, target=other if doc.__parent__ is home else home)
+    elif what == "retitle":
+        doc.title = rng.choice(titles[1:])
+        doc.reindexObject()
+    return what, doc

@@ -7,6 +7,7 @@ own, the catalog counts again.
 """
 
 from helpers import CatalogTestCase
+from helpers import random_change
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
@@ -173,26 +174,7 @@ class CountsTest(CatalogTestCase):
         made = iter(range(1000))
 
         def change() -> None:
-            docs = [doc for folder in (self.folder, other) for doc in folder.objectValues()]
-            what = rng.choice(["create", "delete", "publish", "tag", "move", "retitle"])
-            doc = rng.choice(docs)
-            if what == "create" or len(docs) < 3:
-                api.content.create(
-                    container=self.folder, type="Document", id=f"n{next(made)}", title="Doc new"
-                )
-            elif what == "delete":
-                api.content.delete(obj=doc)
-            elif what == "publish":
-                state = api.content.get_state(obj=doc)
-                api.content.transition(obj=doc, transition="retract" if state == "published" else "publish")
-            elif what == "tag":
-                doc.setSubject([] if doc.Subject() else ["tagged"])
-                doc.reindexObject()
-            elif what == "move":
-                api.content.move(source=doc, target=other if doc.__parent__ is self.folder else self.folder)
-            else:
-                doc.title = rng.choice(["Doc again", "Nothing"])
-                doc.reindexObject()
+            random_change(rng, self.folder, other, made, ["Doc new", "Doc again", "Nothing"])
 
         def lengths() -> list[int]:
             found = []

@@ -10,6 +10,8 @@ the page be selected again.
 """
 
 from helpers import CatalogTestCase
+from helpers import CHANGES
+from helpers import random_change
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
@@ -209,29 +211,20 @@ class KeptPagesTest(CatalogTestCase):
         made = iter(range(1000))
 
         def change() -> str:
-            docs = [doc for folder in (self.folder, other) for doc in folder.objectValues()]
-            what = rng.choice(["create", "delete", "publish", "tag", "move", "retitle", "reorder", "share"])
-            doc = rng.choice(docs)
-            if what == "create" or len(docs) < 3:
-                api.content.create(
-                    container=self.folder, type="Document", id=f"n{next(made)}", title="Kept new"
-                )
-            elif what == "delete":
-                api.content.delete(obj=doc)
-            elif what == "publish":
-                state = api.content.get_state(obj=doc)
-                api.content.transition(obj=doc, transition="retract" if state == "published" else "publish")
-            elif what == "tag":
-                doc.setSubject([] if doc.Subject() else ["tagged"])
-                doc.reindexObject()
-            elif what == "move":
-                api.content.move(source=doc, target=other if doc.__parent__ is self.folder else self.folder)
-            elif what == "retitle":
+            what, doc = random_change(
+                rng,
+                self.folder,
+                other,
+                made,
+                ["Kept new", "Kept page again", "Nothing kept", "Elsewhere"],
+                (*CHANGES, "retitle partly", "reorder", "share"),
+            )
+            if what == "retitle partly":
                 doc.title = rng.choice(["Kept page again", "Nothing kept", "Elsewhere"])
-                doc.reindexObject(idxs=rng.choice([None, ["exclude_from_nav"]]))
+                doc.reindexObject(idxs=["exclude_from_nav"])
             elif what == "reorder":
                 self.folder.moveObjectsToTop([rng.choice(self.folder.objectIds())])
-            else:
+            elif what == "share":
                 roles = api.user.get_roles(username="member", obj=doc, inherit=False)
                 change_roles = api.user.revoke_roles if "Reader" in roles else api.user.grant_roles
                 change_roles(username="member", obj=doc, roles=["Reader"])
