@@ -35,8 +35,8 @@ from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
-from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.kept import page_rows
+from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.query import add_sort
