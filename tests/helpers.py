@@ -13,6 +13,7 @@ from plone.namedfile.file import NamedBlobImage
 from plone.uuid.interfaces import IMutableUUID
 
 from plone.app.testing.helpers import applyProfile
+from plone.pgcatalog import kept
 from plone.pgcatalog.testing import DIFFERENTIAL_FIXTURE
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from plone.pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -22,6 +23,7 @@ from plone.testing import zca
 from plone.testing import zope
 from zope.component import getGlobalSiteManager
 from zope.component.hooks import setSite
+from unittest import mock
 from zope.configuration import xmlconfig
 
 import importlib
@@ -40,6 +42,16 @@ class CatalogTestCase(unittest.TestCase):
         self.portal = self.layer["portal"]
         login(self.layer["app"], SITE_OWNER_NAME)
         self.catalog = self.portal.portal_catalog
+
+
+def pages_not_kept(test: unittest.TestCase) -> None:
+    """For the rest of ``test``, searches select their pages instead of
+    keeping them (plone.pgcatalog.kept, tested in tests/test_kept.py): a
+    test of what a statement is given or sends sees every statement."""
+    kept.clear()
+    keeping = mock.patch.object(kept._pages, "put", lambda *args: None)
+    keeping.start()
+    test.addCleanup(keeping.stop)
 
 
 class Extra:

@@ -8,15 +8,14 @@ own, the catalog counts again.
 
 from helpers import CatalogTestCase
 from helpers import random_change
+from helpers import pages_not_kept
 from plone import api
 from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import counts
-from plone.pgcatalog import kept
 from plone.pgcatalog.connection import storage_dsn
 
-from unittest import mock
 
 import psycopg
 import random
@@ -41,12 +40,7 @@ class CountsTest(CatalogTestCase):
             api.content.create(container=self.folder, type="Document", id=f"d{i}", title=f"Doc {i}")
         transaction.commit()
         counts._counts.clear()
-        # the counts a statement is given, not those of the pages a process
-        # keeps (plone.pgcatalog.kept: tests/test_kept.py)
-        kept.clear()
-        keeping = mock.patch.object(kept._pages, "put", lambda *args: None)
-        keeping.start()
-        self.addCleanup(keeping.stop)
+        pages_not_kept(self)  # the counts a statement is given
 
     def tearDown(self):
         counts._counts.clear()

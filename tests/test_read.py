@@ -2,11 +2,11 @@
 
 from DateTime.interfaces import DateTimeError
 from helpers import CatalogTestCase
+from helpers import pages_not_kept
 from plone import api
 from plone.pgcatalog import connection
 from plone.pgcatalog import pools
 from plone.pgcatalog import database
-from plone.pgcatalog import kept
 from plone.pgcatalog import search as search_module
 from plone.pgcatalog.values import array_literal
 from psycopg.rows import tuple_row
@@ -30,10 +30,7 @@ class ReadTest(CatalogTestCase):
     def setUp(self):
         super().setUp()
         self.create(30)
-        kept.clear()
-        keeping = mock.patch.object(kept._pages, "put", lambda *args: None)
-        keeping.start()
-        self.addCleanup(keeping.stop)
+        pages_not_kept(self)
 
     def create(self, count):
         folder = self.portal.get("many") or api.content.create(
