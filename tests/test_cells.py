@@ -16,6 +16,7 @@ from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import cells
 from plone.pgcatalog import counts
+from plone.pgcatalog import kept
 from plone.pgcatalog import search
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from Products.CMFCore.indexing import processQueue
@@ -124,6 +125,7 @@ class CellsTest(unittest.TestCase):
         with walks() as answered:
             for query in QUERIES:
                 what = f"{who}: {query!r}"
+                kept.clear()  # (each walks: those reading the same are kept)
                 ours = found(self.pg, query)
                 self.assertEqual(ours, every_match_scored(self.pg, query), what)
                 zpaths, zscores, *zlen = found(self.z, query)
@@ -164,6 +166,25 @@ class CellsTest(unittest.TestCase):
                 self.assertEqual(paths, every_match_scored(self.pg, query)[0])
                 self.assertEqual(len(paths), len(results))
         self.assertEqual(answered, [4, 4])
+
+    def test_a_walk_is_kept_until_what_it_reads_changes(self):
+        """A page from the cells takes a statement per batch of cells: the
+        next search asks only whether what it read changed, and walks
+        again after a change to it."""
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "quartz", "b_start": 0, "b_size": 5}
+        with walks() as answered:
+            first = found(self.pg, query)
+            transaction.begin()  # (the next request)
+            self.assertEqual(found(self.pg, query), first)
+            self.assertEqual(answered, [5])
+            self.pg["doc-001"].setDescription(" ".join(["quartz"] * 40))
+            self.pg["doc-001"].reindexObject()  # (wherever it is: acquired)
+            transaction.commit()
+            again = found(self.pg, query)
+            self.assertEqual(answered, [5, 5])
+        self.assertIn("/doc-001", [path.rsplit("/shelf", 1)[-1] for path in again[0]])
+        self.assertEqual(again, every_match_scored(self.pg, query))
 
     def test_a_walk_that_reads_too_much_gives_up(self):
         login(self.layer["app"], SITE_OWNER_NAME)

@@ -218,8 +218,9 @@ class FacetCountsTest(BothSitesTestCase):
         """After random edits (subjects, workflow, new items, moves,
         deletes, effective dates), one to three commits at a time, the
         counts brought up to date from the change log are those counted
-        again from every row, for each query and user; and they were
-        brought up to date, not counted again."""
+        again from every row, for each query and user, in this process and
+        in one new to the query (from the counts the site's processes
+        share); and they were brought up to date, not counted again."""
         from plone.pgcatalog import facets
 
         pg = self.sites[0]
@@ -240,9 +241,12 @@ class FacetCountsTest(BothSitesTestCase):
                     for query in chosen:
                         kept = as_found(pg.portal_catalog.facetCounts(FACETS, query))
                         others = facets._remembered.items()[:-1]
-                        facets._remembered.clear()
+                        facets._remembered.clear()  # (as a process new to the query)
+                        shared = as_found(pg.portal_catalog.facetCounts(FACETS, query))
+                        forget_counts(pg)
                         again = as_found(pg.portal_catalog.facetCounts(FACETS, query))
                         self.assertEqual(kept, again, f"{user}: {query!r}")
+                        self.assertEqual(shared, again, f"{user}: {query!r}")
                         for key, (stamp, tally) in others:  # (the next round brings them up to date)
                             facets._remembered.put(key, stamp, tally)
         self.assertGreater(changed.count("some"), 30)
@@ -251,7 +255,6 @@ class FacetCountsTest(BothSitesTestCase):
         """Counts made at one minute of the effective range are brought to
         another by the items that began or ended between the two, without
         a commit: the same as counted again, forward and back."""
-        from plone.pgcatalog import facets
 
         pg = self.sites[0]
         setSite(pg)
@@ -269,7 +272,7 @@ class FacetCountsTest(BothSitesTestCase):
 
         def counted(moment, again=False):
             if again:
-                facets._remembered.clear()
+                forget_counts(pg)
             found = pg.portal_catalog.facetCounts(["Subject", "portal_type"], effectiveRange=moment)
             return as_found(found)
 
@@ -285,6 +288,57 @@ class FacetCountsTest(BothSitesTestCase):
         self.assertIn("starting", later["Subject"][0])
         self.assertNotIn("ending", later["Subject"][0])
         self.assertEqual(changed.count("some"), 4)
+
+    def test_a_process_new_to_a_query_brings_the_shared_counts_up_to_date(self):
+        """Counts made from every row are kept in the database for every
+        process: one that does not know the query (just started, another
+        instance) reads them and brings them up to date from the change
+        log; where the log does not reach their commit, it counts every
+        row again and shares that."""
+        from plone.pgcatalog import facets
+        from plone.pgcatalog import shared
+
+        pg = self.sites[0]
+        setSite(pg)
+        login(pg.aq_parent, SITE_OWNER_NAME)
+        catalog = pg.portal_catalog
+        forget_counts(pg)
+        counts = catalog.facetCounts(["Subject"])["Subject"].counts
+        self.assertEqual(len(shared_rows(pg)), 1)
+        key, (stamp, _) = facets._remembered.items()[-1]
+        # what a new process answers is what was shared: share something else
+        forged = {"at": None, "counts": [[0, '"shared"', 7]], "totals": [7]}
+        shared.share(catalog, key, stamp, forged)
+        facets._remembered.clear()
+        transaction.begin()  # (a snapshot that sees it)
+        with watching_changes() as changed:
+            self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, {"shared": 7})
+            newer = api.content.create(container=pg, type="Document", id="newer", title="Newer")
+            newer.setSubject(["fresh"])
+            newer.reindexObject()
+            transaction.commit()
+            facets._remembered.clear()
+            found = catalog.facetCounts(["Subject"])["Subject"]
+            self.assertEqual((found.counts, found.matches), ({"shared": 7, "fresh": 1}, 8))
+        self.assertEqual(changed, ["none", "some"])
+        # counts brought up to date are not written: the commit they were made at is
+        self.assertEqual([row[1] for row in shared_rows(pg)], [stamp])
+        # a commit the log does not hold: counted again, and shared
+        shared.share(catalog, key, "1.1", forged)
+        facets._remembered.clear()
+        transaction.begin()
+        self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, {**counts, "fresh": 1})
+        (row,) = shared_rows(pg)
+        self.assertNotEqual(row[1], "1.1")
+        facets._remembered.clear()
+        self.assertEqual(catalog.facetCounts(["Subject"])["Subject"].counts, {**counts, "fresh": 1})
+        # counts the log no longer reaches go with the next that is shared
+        with psycopg.connect(storage_dsn(catalog)) as conn:
+            conn.execute("INSERT INTO pgcatalog_shared VALUES ('old', -1, '-1.1', '{}')")
+        transaction.begin()
+        catalog.facetCounts(["portal_type"])
+        self.assertEqual(len(shared_rows(pg)), 2)
+        self.assertNotIn("old", [key for key, _ in shared_rows(pg)])
 
     def test_bad_facets_fail_clearly(self):
         pg = self.sites[0]
@@ -312,6 +366,22 @@ class FacetCountsTest(BothSitesTestCase):
         self.assertEqual(
             catalog.facetCounts({"getId": quoted}, portal_type="Document")["getId"].counts, {"it's": 0}
         )
+
+
+def shared_rows(site) -> list[tuple[str, str]]:
+    """(key, stamp) of the counts the site's processes share."""
+    with psycopg.connect(storage_dsn(site)) as conn:
+        return conn.execute("SELECT key, stamp FROM pgcatalog_shared ORDER BY counter").fetchall()
+
+
+def forget_counts(site) -> None:
+    """Forget the counts this process made and those the site's processes
+    share: the next are counted from every row."""
+    from plone.pgcatalog import facets
+
+    facets._remembered.clear()
+    with psycopg.connect(storage_dsn(site)) as conn:
+        conn.execute("DELETE FROM pgcatalog_shared")
 
 
 @contextlib.contextmanager

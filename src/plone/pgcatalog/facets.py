@@ -13,6 +13,8 @@ meets each facet's own criterion, and counts every facet from that.  A
 process remembers the counts it made, with the commit they were made at:
 the statement then reads only the rows changed since, as they are and as
 they were (:mod:`~plone.pgcatalog.changes`), and adds the difference.
+Counts made from every row are kept in the database too, for the other
+processes of the site and those started later (:mod:`~plone.pgcatalog.shared`).
 
 A facet counts either the values its index keeps (as ``uniqueValuesFor``
 lists them: a field or boolean index's value, each of a keyword index's
@@ -23,12 +25,14 @@ serves date indexes.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import replace
 from functools import partial
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.changes import ALL
 from plone.pgcatalog.changes import Moment
 from plone.pgcatalog.changes import NONE
 from plone.pgcatalog.changes import SINCE
@@ -42,6 +46,8 @@ from Products.ZCatalog.ZCatalog import CatalogError
 from plone.pgcatalog.query import criterion_keys
 from plone.pgcatalog.query import where_of
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.shared import shared_answer
+from plone.pgcatalog.shared import share
 from typing import Any
 from typing import TYPE_CHECKING
 
@@ -109,7 +115,7 @@ def facet_counts(
         return {index.name: Facet({}, 0) for index in named}
 
     # each facet's own criterion (rows failing it count for that facet only)
-    criteria = {
+    criteria: dict[int, tuple[str, list]] = {
         number: compiled({key: query[key] for key in own[index.name]}) or ("false", [])
         for number, index in enumerate(named)
         if own[index.name]
@@ -143,7 +149,7 @@ def facet_counts(
         return _facets(named, facets, _tally(read(catalog.tool, sql + counts_sql, params, site=catalog.site)))
     # the counts this process remembers (at a commit, and a minute), brought
     # up to date by the rows changed since they were made (see changes)
-    known = _remembered.get(key)
+    known = _remembered.get(key) or _kept(catalog, key)
     then = known[1][0] if known else None
     since, signed, signed_params = signed_rows(
         ", ".join(columns),
@@ -161,13 +167,26 @@ def facet_counts(
     rows = read(catalog.tool, sql, signed_params, site=catalog.site)
     changed, stamp = next(row[1] for row in rows if row[0] == _SINCE_ROW).split(" ")
     tally = _tally(row for row in rows if row[0] != _SINCE_ROW)
-    if changed == NONE:
-        tally = known[1][1]
-    elif changed == SOME:
-        tally = known[1][1].plus(tally)
+    made = known[1][1] if known else None  # (the log tells "none" or "some" only of counts made)
+    if made is not None and changed == NONE:
+        tally = made
+    elif made is not None and changed == SOME:
+        tally = made.plus(tally)
     if stamp:
         _remembered.put(key, stamp, (moment and moment.now, tally))
+        if changed == ALL:  # counted from every row: for the other processes too
+            share(catalog.tool, key, stamp, {"at": moment and moment.now, **tally.as_json()})
     return _facets(named, facets, tally)
+
+
+def _kept(catalog: Catalog, key: Hashable) -> tuple[str, tuple[int | None, _Tally]] | None:
+    """The counts of *key* some process made from every row (:mod:`~plone.pgcatalog.shared`),
+    as this process remembers its own: (stamp, (minute, tally))."""
+    kept = shared_answer(catalog.tool, catalog.site, key)
+    if kept is None:
+        return None
+    stamp, answer = kept
+    return stamp, (answer["at"], _Tally.from_json(answer))
 
 
 def _counted_rows(common: tuple[str, list], criteria: dict[int, tuple[str, list]]) -> tuple[str, list]:
@@ -178,7 +197,8 @@ def _counted_rows(common: tuple[str, list], criteria: dict[int, tuple[str, list]
     (often the security terms alone) finds."""
     if len(criteria) < 2:
         return common
-    parts, params = [], []
+    parts: list[str] = []
+    params: list = []
     for left_out in criteria:
         kept = [criteria[number] for number in criteria if number != left_out]
         parts.append("(" + " AND ".join(f"({sql})" for sql, _ in kept) + ")")
@@ -264,6 +284,16 @@ class _Tally:
 
     counts: dict[tuple[int, str], int]
     totals: tuple[int, ...]
+
+    def as_json(self) -> dict:
+        return {
+            "counts": [[number, value, count] for (number, value), count in self.counts.items()],
+            "totals": list(self.totals),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> _Tally:
+        return cls({(number, value): count for number, value, count in data["counts"]}, tuple(data["totals"]))
 
     def plus(self, other: _Tally) -> _Tally:
         counts = dict(self.counts)

@@ -25,6 +25,7 @@ reads its own rows: it neither uses nor keeps pages (:func:`~plone.pgcatalog.cou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from plone.pgcatalog.values import array_literal
 from typing import Any
 
 
-__all__ = ["MAX_ROWS", "SIZE", "clear", "page_rows"]
+__all__ = ["MAX_ROWS", "SIZE", "clear", "generation", "kept_rows", "page_rows"]
 
 SIZE = 256
 """Pages kept per process (the least recently used go first)."""
@@ -64,6 +65,9 @@ class Page:
 
 _pages = Remembered(SIZE)
 """Kept pages by key: (generation, :class:`Page`)."""
+
+_answers = Remembered(SIZE)
+"""Answers of :func:`kept_rows` by key: (generation, answer)."""
 
 
 def page_rows(
@@ -113,6 +117,34 @@ def page_rows(
     return rows
 
 
+def kept_rows[T](catalog: Any, site: str, key: Hashable | None, now: str | None, make: Callable[[], T]) -> T:
+    """What *make* answers from the catalog rows of tool *catalog* (its
+    site at path *site*), kept under *key* as pages are kept: an answer
+    that takes several statements (a walk over the text's cells) is made
+    again only when the generation of what it reads moved.  *now* is that
+    generation (:func:`generation`), which the caller read before *make*
+    runs: an answer that saw a later commit is then kept under an earlier
+    generation, which that commit moved, and is made again; never the
+    other way round."""
+    key = None if key is None or now is None else unchanged_key(catalog, site, ("rows", key))
+    if key is None:
+        return make()
+    known = _answers.get(key)
+    if known is not None and known[0] == now:
+        return known[1]
+    answer = make()
+    _answers.put(key, now, answer)
+    return answer
+
+
+def generation(reads: Iterable[str]) -> str:
+    """The generation (SQL) of what a statement reading *reads* read, for
+    :func:`kept_rows`: NULL where that may be anything (an add-on's index
+    kind), which keeps nothing."""
+    reads = frozenset(reads)
+    return "NULL::text" if "*" in reads else generation_sql(reads)
+
+
 def _kept_rows(catalog: Any, site: str, generation: str, made_at: str, page: Page) -> list[tuple] | None:
     """The rows of *page*, kept at generation *made_at*, with their
     metadata as stored now, where *generation* (SQL) is still *made_at*;
@@ -151,5 +183,6 @@ _KEPT = """SELECT g.generation, o.zoid, o.meta
 
 
 def clear() -> None:
-    """Forget every page (tests start from nothing)."""
+    """Forget every page and answer (tests start from nothing)."""
     _pages.clear()
+    _answers.clear()

@@ -65,6 +65,7 @@ GRANT SELECT, INSERT, UPDATE ON pgcatalog_text_stats TO {role};
 GRANT SELECT, INSERT ON pgcatalog_words TO {role};
 GRANT SELECT, INSERT, DELETE ON pgcatalog_changes, pgcatalog_commits TO {role};
 GRANT UPDATE ON pgcatalog_commits TO {role};
+GRANT SELECT, INSERT, UPDATE, DELETE ON pgcatalog_shared TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};
 """
@@ -73,7 +74,8 @@ searches, content changes and their catalog rows (a commit updates
 ``object_state`` and ``pgcatalog_counter``; the text statistics trigger inserts
 and updates ``pgcatalog_text_stats``, the lexicon's inserts new words into
 ``pgcatalog_words``, the change log's into ``pgcatalog_changes`` and
-``pgcatalog_commits``, and deletes what it no longer keeps), rebuilds,
+``pgcatalog_commits``, and deletes what it no longer keeps; facet counts
+made from every row are kept in ``pgcatalog_shared``), rebuilds,
 verify and repair, and zodb-pgjsonb's pack (a temporary table, deletes) and
 undo (the same tables)."""
 
@@ -82,7 +84,7 @@ SEARCH_GRANTS = """\
 GRANT CONNECT ON DATABASE {database} TO {role};
 GRANT USAGE ON SCHEMA {schema} TO {role};
 GRANT SELECT ON object_state, pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words TO {role};
-GRANT SELECT ON pgcatalog_changes, pgcatalog_commits TO {role};
+GRANT SELECT ON pgcatalog_changes, pgcatalog_commits, pgcatalog_shared TO {role};
 GRANT SELECT ON transaction_log TO {role};
 GRANT EXECUTE ON FUNCTION pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text),
     pgcatalog_occurrences(tsvector, text, tsquery) TO {role};

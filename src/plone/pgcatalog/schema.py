@@ -30,6 +30,8 @@ import re
 
 __all__ = [
     "RECORD_SCHEMA_VERSION",
+    "SHARED",
+    "SHARED_TABLE",
     "SCHEMA_VERSION",
     "schema_version",
     "CATALOGED",
@@ -56,7 +58,7 @@ __all__ = [
 
 CATALOGED = "idx IS NOT NULL"
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """The version of the catalog's tables, columns and functions this
 release builds; recorded in ``pgcatalog_schema`` (see :func:`schema_version`).
 1: before the version was recorded; 3: the hot keys' typed columns are
@@ -74,7 +76,10 @@ the change log (``CHANGE_LOG``: the run-time role needs INSERT and
 DELETE on ``pgcatalog_changes`` and ``pgcatalog_commits``, UPDATE on the
 latter: grant it again), from which facet counts are brought up to date;
 10: the full text's cells (``TEXT_CELLS``), from which a one-word search
-reads its best matches without scoring every one (``cells``)."""
+reads its best matches without scoring every one (``cells``); 11: facet
+counts made from every row are kept for every process (``SHARED_TABLE``:
+the run-time role needs SELECT, INSERT, UPDATE and DELETE on
+``pgcatalog_shared``: grant it again)."""
 
 CATALOG_ROWS = "pgcatalog_rows"
 ROWS = f"{CATALOG_ROWS} AS object_state"
@@ -126,6 +131,7 @@ CREATE INDEX IF NOT EXISTS pgcatalog_cataloged ON object_state (zoid) WHERE {CAT
 {TEXT_CELLS}
 {LEXICON}
 {CHANGE_LOG}
+{SHARED_TABLE}
 {NOTE_CHANGES}"""
 
 
@@ -490,6 +496,19 @@ CREATE INDEX IF NOT EXISTS {LOG}_xid ON {LOG} (xid);
 CREATE TABLE IF NOT EXISTS {COMMITS} (counter BIGINT PRIMARY KEY, xid xid8 NOT NULL);
 ALTER TABLE pgcatalog_counter ADD COLUMN IF NOT EXISTS logged_from BIGINT;
 UPDATE pgcatalog_counter SET logged_from = value WHERE id = 1 AND logged_from IS NULL;"""
+
+
+SHARED = "pgcatalog_shared"
+
+SHARED_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {SHARED} (
+    key TEXT PRIMARY KEY,       -- the digest of what identifies the answer
+    counter BIGINT NOT NULL,    -- the catalog counter of its commit
+    stamp TEXT NOT NULL,        -- its commit's stamp (counter.xid)
+    answer JSONB NOT NULL);
+CREATE INDEX IF NOT EXISTS {SHARED}_counter ON {SHARED} (counter);"""
+"""Answers made from every row, kept for every process of a site
+(:mod:`~plone.pgcatalog.shared`)."""
 
 
 # What a transaction changed of what searches read, for the counts that

@@ -35,6 +35,8 @@ from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
+from plone.pgcatalog.kept import generation
+from plone.pgcatalog.kept import kept_rows
 from plone.pgcatalog.kept import page_rows
 from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.overlay import pending_metadata
@@ -379,18 +381,23 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     known = remembered_count(tool, site, key)
     if known is not None and known <= cells.FEW:  # (the word's rows are scored whole: no round trip)
         return None
-    # the rows holding the word (its df), and the index's statistics
+    # the rows holding the word (its df), the index's statistics, and the
+    # generation of what the walk reads: a walk takes a statement per batch
+    # of cells, and is kept until that changes
     sql, count_params, made = count_statement(tool, holding, holding_params, {text.changes}, key, site)
     found = read(
         tool,
-        f"SELECT * FROM ({sql}) AS df, ({_TEXT_STATS}) AS s",
+        f"SELECT * FROM ({sql}) AS df, ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
         [*count_params, r.SEARCHABLE_TEXT],
         site=site,
     )
     if not found:
         return None
-    df, documents, words = made(found[0][:3]), *found[0][3:]
-    best = best_rows(partial(_read_rows, catalog), word, where, params, documents, words, df, needed)
+    df = made(found[0][:3])
+    documents, words, now = found[0][3:]
+    walk = partial(best_rows, partial(_read_rows, catalog), word, where, params, documents, words, df, needed)
+    page = statement_key(where, [*params, word, needed])
+    best = kept_rows(tool, site, page, now, walk) if df > cells.FEW else walk()
     if not best:
         return best
     a, b = plan.stmt.scale

@@ -55,6 +55,7 @@ SNAPSHOT_TABLES = (
     "pgcatalog_counter",
     "pgcatalog_changes",
     "pgcatalog_commits",
+    "pgcatalog_shared",
 )
 HISTORY_TABLES = ("object_history", "pack_state")
 ALL_TABLES = SNAPSHOT_TABLES + HISTORY_TABLES

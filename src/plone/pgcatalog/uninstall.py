@@ -186,7 +186,7 @@ def _drop_sql(objects: list[str]) -> str:
             "pgcatalog_okapi(float8, float8, float8, float8), pgcatalog_frequency(tsvector, text), "
             "pgcatalog_occurrences(tsvector, text, tsquery), pgcatalog_cells(tsvector, jsonb)",
             "DROP TABLE IF EXISTS pgcatalog_counter, pgcatalog_text_stats, pgcatalog_words, pgcatalog_schema, "
-            "pgcatalog_changes, pgcatalog_commits",
+            "pgcatalog_changes, pgcatalog_commits, pgcatalog_shared",
         ]
     )
 
