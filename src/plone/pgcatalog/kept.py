@@ -38,7 +38,7 @@ from plone.pgcatalog.values import array_literal
 from typing import Any
 
 
-__all__ = ["MAX_ROWS", "SIZE", "clear", "generation", "kept_rows", "page_rows"]
+__all__ = ["MAX_ROWS", "SIZE", "built_rows", "clear", "generation", "kept_rows", "page_rows"]
 
 SIZE = 256
 """Pages kept per process (the least recently used go first)."""
@@ -83,18 +83,32 @@ def page_rows(
     *catalog* (its site at path *site*) that reads *reads*
     (``Statement.reads``), as :func:`~plone.pgcatalog.database.read`
     selects them: a page kept since what it reads last changed, with
-    fresh metadata, or else the page selected (and kept).  A page whose
+    fresh metadata, or else the page selected (and kept).  *generic*: as
+    for :func:`~plone.pgcatalog.connection.fetch`; *key*: what identifies
+    the page (:func:`~plone.pgcatalog.counts.statement_key`), where *sql*
+    and *params* carry more (a remembered count), by default they."""
+    page = statement_key(sql, params) if key is None else key
+    return built_rows(catalog, site, page, lambda: (sql, params), reads, generic)
+
+
+def built_rows(
+    catalog: Any,
+    site: str,
+    key: Hashable | None,
+    build: Callable[[], tuple[str, list]],
+    reads: Iterable[str],
+    generic: bool = False,
+) -> list[tuple]:
+    """:func:`page_rows` of the statement *build* makes, which it makes
+    only where the page *key* is not kept (making it may take a statement
+    of its own: the words' document frequencies).  A page whose
     generation had moved when it was last asked for is selected at once
     (what it reads changes often: asking first would cost a round trip
-    each time), until a selection finds the generation unchanged.
-    *generic*: as for :func:`~plone.pgcatalog.connection.fetch`; *key*:
-    what identifies the page (:func:`~plone.pgcatalog.counts.statement_key`),
-    where *sql* and *params* carry more (a remembered count), by default
-    they."""
+    each time), until a selection finds the generation unchanged."""
     reads = frozenset(reads)
-    page = statement_key(sql, params) if key is None else key
-    key = None if page is None or "*" in reads else unchanged_key(catalog, site, ("page", page))
+    key = None if key is None or "*" in reads else unchanged_key(catalog, site, ("page", key))
     if key is None:  # (an add-on's kind may read anything)
+        sql, params = build()
         return read(catalog, sql, params, site=site, generic=generic)
     generation = generation_sql(reads)
     known = _pages.get(key)  # (generation, Page)
@@ -102,6 +116,7 @@ def page_rows(
         rows = _kept_rows(catalog, site, generation, *known)
         if rows is not None:
             return rows
+    sql, params = build()
     selected = read(
         catalog, f"SELECT p.*, {generation} FROM ({sql}) AS p", params, site=site, generic=generic
     )

@@ -35,6 +35,7 @@ from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
 from plone.pgcatalog.database import read
 from plone.pgcatalog.database import select as select_rows
+from plone.pgcatalog.kept import built_rows
 from plone.pgcatalog.kept import generation
 from plone.pgcatalog.kept import kept_rows
 from plone.pgcatalog.kept import page_rows
@@ -488,33 +489,36 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
     relevance (:mod:`plone.pgcatalog.relevance`): rows carry ZCatalog's
     ``data_record_score_`` and ``data_record_normalized_score_``."""
     stmt, pending = plan.stmt, get_pending()
-    if has_changes(pending):
-        # the index's statistics are read as this transaction sees them
-        head, head_params = ranked_sql(plan.ordering.scored, plan.where, stmt.params, pending)
-    else:
-        head, head_params = plan.ranked
+    committed = plan.ranked or ranked_sql(plan.ordering.scored, plan.where, stmt.params, None)
+
+    def ranked() -> tuple[str, list]:
+        """The statement's head, which ranks the matches."""
+        if has_changes(pending):
+            # the index's statistics are read as this transaction sees them
+            return ranked_sql(plan.ordering.scored, plan.where, stmt.params, pending)
         if plan.given is not None:
             words, given_head, given_params = plan.given
             df = document_frequencies(catalog.tool, catalog.site, plan.ordering.scored[0].index, words)
             if df is not None:
-                head = given_head
-                head_params = [array_literal(df) if p is GIVEN_DF else p for p in given_params]
+                return given_head, [array_literal(df) if p is GIVEN_DF else p for p in given_params]
+        return committed
 
     def select(
         tail: str, params: list, counted: bool = False, metadata: bool = False, first: int = 0
     ) -> list[Row]:
-        # planning this statement costs as much as running it (the text
-        # index is read in several places), and every match is scored
-        # whatever the words: the generic plan serves
-        rows = page_rows(
-            catalog.tool,
-            catalog.site,
-            f"{head}\n{scored_sql(tail, stmt.scale, counted, metadata, first)}",
-            [*head_params, *params],
-            plan.reads,
-            generic=True,
-        )
-        return scored_rows(rows)
+        scoring = scored_sql(tail, stmt.scale, counted, metadata, first)
+
+        def build() -> tuple[str, list]:
+            head, head_params = ranked()
+            return f"{head}\n{scoring}", [*head_params, *params]
+
+        # a page is the same whatever document frequencies its head was
+        # given (those of the words as the generation has them): a kept page
+        # needs no statement to count them.  Planning this statement costs as
+        # much as running it (the text index is read in several places), and
+        # every match is scored whatever the words: the generic plan serves
+        key = statement_key(f"{committed[0]}\n{scoring}", [*committed[1], *params])
+        return scored_rows(built_rows(catalog.tool, catalog.site, key, build, plan.reads, generic=True))
 
     return select
 
