@@ -239,6 +239,30 @@ class SearchTest(RuntimeRoleTestCase):
                 conn.execute("UPDATE pgcatalog_counter SET value = value + 1")
 
 
+class SharedCountsTest(RuntimeRoleTestCase):
+    def test_facet_counts_are_shared_where_the_role_may_write_them(self):
+        """The run-time role shares the facet counts it makes from every
+        row; without the grant on ``pgcatalog_shared`` it counts as
+        before and shares nothing."""
+        from plone.pgcatalog import facets
+
+        shared = "SELECT count(*) FROM pgcatalog_shared"
+        facets._remembered.clear()
+        with psycopg.connect(self.owner_dsn, autocommit=True) as conn:
+            conn.execute("DELETE FROM pgcatalog_shared")
+            conn.execute(f"REVOKE INSERT, UPDATE, DELETE ON pgcatalog_shared FROM {self.role}")
+        counted = self.role_catalog.facetCounts(["portal_type"])["portal_type"].counts
+        self.assertEqual(self.owner_rows(shared), [(0,)])
+        with psycopg.connect(self.owner_dsn, autocommit=True) as conn:
+            grant_runtime_role(conn, self.role)
+        facets._remembered.clear()
+        self.assertEqual(self.role_catalog.facetCounts(["portal_type"])["portal_type"].counts, counted)
+        self.assertEqual(self.owner_rows(shared), [(1,)])
+        facets._remembered.clear()
+        transaction.begin()
+        self.assertEqual(self.catalog.facetCounts(["portal_type"])["portal_type"].counts, counted)
+
+
 class WriteTest(RuntimeRoleTestCase):
     def test_content_changes(self):
         counter = self.counter()
