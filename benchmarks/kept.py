@@ -61,6 +61,24 @@ def vacuum(dsn: str) -> None:
         conn.execute("VACUUM (ANALYZE)")
 
 
+def with_objects(site, documents: int) -> int:
+    """How many of the site's first *documents* benchmark Documents are
+    objects that can be edited: ``million.py``'s bulk rows, which come
+    after them, have none."""
+    from workload import doc_spec
+
+    low, high = 0, documents  # the first *low* have objects; from *high* on, none
+    while low < high:
+        middle = (low + high) // 2
+        spec = doc_spec(middle)
+        folder = site.get(spec.folder)
+        if folder is not None and spec.id in folder.objectIds():
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
 @contextmanager
 def kept_site(dsn: str) -> Iterator[Any]:
     """A :class:`worker.Worker` on the kept site of *dsn* (built if the

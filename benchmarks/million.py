@@ -10,7 +10,8 @@ because a million through Plone would take about a day on two cores
 written by the catalog's own writer: the catalog row that ``extraction``
 makes of a Document (or, every 50 Documents, of its Folder) created in
 memory with the benchmark's content (``workload.doc_spec``: title,
-description, subjects, workflow state and its permissions, dates), put in
+description, subjects, workflow state and its permissions, dates; its
+description ends in five words of every frequency, ``vocabulary.py``), put in
 its folder's acquisition context but never stored, written by
 ``processor.write_full_rows`` over an ``object_state`` row that holds no
 ZODB state (``class_name`` ``BulkRow``).  Searches find bulk rows as any
@@ -33,8 +34,10 @@ from __future__ import annotations
 from kept import kept_dsn
 from kept import kept_site
 from kept import vacuum
+from kept import with_objects
 from pathlib import Path
 from plone.indexer import indexer
+from vocabulary import drawn
 from workload import DOCS_PER_FOLDER
 from workload import doc_spec
 from zope.interface import alsoProvides
@@ -115,9 +118,9 @@ def bulk_row(site, tool, spec, folders: dict):
             folders.clear()
             folder = folders[spec.folder] = in_memory(site, "Folder", spec.folder, site, 0)
     position = spec.number % DOCS_PER_FOLDER
-    doc = in_memory(
-        site, "Document", spec.id, folder, position, title=spec.title, description=spec.description
-    )
+    # and words of every frequency (vocabulary.py): the workload's are all frequent
+    description = " ".join([spec.description, *(word for _, word in drawn(spec.number))])
+    doc = in_memory(site, "Document", spec.id, folder, position, title=spec.title, description=description)
     doc.setSubject(spec.subjects)
     effective = BASE_DATE + spec.effective_day
     doc.setEffectiveDate(effective)
@@ -233,13 +236,7 @@ def sizes(dsn: str) -> dict:
 def measure(worker, iterations: int, writes: str | None) -> dict:
     """The scenarios; the writes between them edit Documents made through
     Plone (bulk rows have no object to edit)."""
-    import psycopg
-
-    with psycopg.connect(worker.config["dsn"]) as conn:
-        worker.docs = conn.execute(
-            "SELECT count(*) FROM object_state WHERE idx->>'portal_type' = 'Document' AND class_name <> %s",
-            [BULK_CLASS[1]],
-        ).fetchone()[0]
+    worker.docs = with_objects(worker.site, worker.docs)
     worker.config.update(iterations=iterations, warmup=max(3, iterations // 10))
     worker.settle()
     return worker.query_phase(writes=writes)

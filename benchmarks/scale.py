@@ -1,12 +1,16 @@
 """The sections of ``docs/benchmarks.md`` beyond one server and one
-site's size: searches on replicas (the newest ``load-*.json`` that ran
-``pgcatalog-replicas``) and a catalog of a million rows (the newest
-``*-million.json``), each with its plot."""
+site's size: the published comparison's workload (``published.py``),
+searches on replicas (the newest ``load-*.json`` that ran
+``pgcatalog-replicas``), a catalog of a million rows (the newest
+``*-million.json``, with its plot) and what visitors type there (the
+newest ``*-typed-words.json``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from workload import scenarios
+
+import published
 
 import json
 import matplotlib
@@ -36,6 +40,10 @@ def replicas_run() -> tuple[str, dict] | None:
 
 def million_run() -> tuple[str, dict] | None:
     return newest("*-million.json")
+
+
+def typed_run() -> tuple[str, dict] | None:
+    return newest("*-typed-words.json")
 
 
 def _save(fig, ax, path: Path) -> None:
@@ -81,7 +89,7 @@ def million_plot(data: dict, path: Path) -> None:
 def sections(directory: Path) -> list[str]:
     """The sections of the newest replicas and million-row runs, each with
     its plot written to *directory* (none for a run not made yet)."""
-    lines = []
+    lines = published.sections()
     for run, plot, section, png in (
         (replicas_run(), replicas_plot, replicas_section, "replicas.png"),
         (million_run(), million_plot, million_section, "million.png"),
@@ -89,6 +97,9 @@ def sections(directory: Path) -> list[str]:
         if run is not None:
             plot(run[1], directory / png)
             lines += section(*run)
+    typed = typed_run()
+    if typed is not None:
+        lines += typed_section(*typed)
     return lines
 
 
@@ -173,3 +184,21 @@ def million_section(name: str, data: dict) -> list[str]:
         "",
     ]
     return lines
+
+
+def typed_section(name: str, data: dict) -> list[str]:
+    from typed import table
+
+    return [
+        "## What visitors type, at a million rows",
+        "",
+        f"`benchmarks/typed.py` ({name}), on the million-row site above ({data['documents']:,} Documents, "
+        f"{data['through_plone']:,} of them made through Plone): each line {next(iter(data['lines'].values()))['samples']} "
+        "texts, each another document's words, sent as Plone's search page sends them (b_size 10, relevance "
+        "order; its count and ten brains' `Title` and `getURL()`), each search after an editor's title change "
+        "committed; the second search of each text (the first of each in the process: last column). "
+        "p50 / p95 in ms:",
+        "",
+        table(data),
+        "",
+    ]
