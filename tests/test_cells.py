@@ -1,5 +1,6 @@
-"""The best matches of a one-word search, read from the full text's cells
-(plone.pgcatalog.cells) instead of scoring every match.
+"""The best matches of a search for a word, or for words ANDed, read from
+the full text's cells (plone.pgcatalog.cells) instead of scoring every
+match.
 
 The answer must be ZCatalog's (scores, order, lengths; ties, whose record
 ids differ between the catalogs, as sets) and exactly that of the
@@ -15,9 +16,11 @@ from plone.app.testing import login
 from plone.app.testing import logout
 from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import cells
+from plone.pgcatalog import registry as r
 from plone.pgcatalog import counts
 from plone.pgcatalog import kept
 from plone.pgcatalog import search
+from plone.pgcatalog import tops
 from plone.pgcatalog.testing import DIFFERENTIAL_TESTING
 from Products.CMFCore.indexing import processQueue
 from unittest import mock
@@ -45,6 +48,19 @@ QUERIES = [
     {"SearchableText": "amber"},  # every document holds it
 ]
 
+WORDS = [
+    {"SearchableText": "quartz topaz"},
+    {"SearchableText": "topaz AND quartz"},
+    {"SearchableText": "quartz AND amber"},  # (amber: in every document)
+    {"SearchableText": "quartz AND topaz AND amber"},
+    {"SearchableText": "Quartz topaz", "portal_type": "Document"},
+    {"SearchableText": "quartz topaz", "review_state": "published"},
+    {"SearchableText": "quartz topaz", "path": "shelf"},
+    {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 5},
+    {"SearchableText": "quartz topaz", "b_start": 5, "b_size": 5},
+    {"SearchableText": "quartz AND nosuchword"},
+]
+
 
 def build(site, seed=34, count=70):
     """Documents whose texts hold "quartz" from 0 to 40 times in lengths
@@ -62,7 +78,8 @@ def build(site, seed=34, count=70):
         else:
             length = rng.choice([3, 10, 40, 80, 150, 300, 600])
             quartz = rng.choice([0, 1, 1, 1, 2, 2, 3, 5, 8, 17, 40])
-            words = [rng.choice(FILLER) for _ in range(length)] + ["quartz"] * quartz
+            topaz = rng.choice([0, 0, 1, 1, 2, 3, 6, 9, 20])
+            words = [rng.choice(FILLER) for _ in range(length)] + ["quartz"] * quartz + ["topaz"] * topaz
             rng.shuffle(words)
             text = " ".join(words)
         texts.append(text)
@@ -120,10 +137,11 @@ class CellsTest(unittest.TestCase):
         few.start()
         self.addCleanup(few.stop)
         counts._counts.clear()  # (a word's count decides the way: see the last tests)
+        tops.clear()
 
-    def compare(self, who):
+    def compare(self, who, queries=QUERIES):
         with walks() as answered:
-            for query in QUERIES:
+            for query in queries:
                 what = f"{who}: {query!r}"
                 kept.clear()  # (each walks: those reading the same are kept)
                 ours = found(self.pg, query)
@@ -136,7 +154,7 @@ class CellsTest(unittest.TestCase):
                     sorted(zip(scores, paths, strict=True)), sorted(zip(zscores, zpaths, strict=True)), what
                 )
         # every query came from the cells (the word nobody holds: its count)
-        self.assertEqual(len(answered), len(QUERIES), who)
+        self.assertEqual(len(answered), len(queries), who)
         return answered
 
     def test_as_manager(self):
@@ -152,6 +170,48 @@ class CellsTest(unittest.TestCase):
     def test_as_anonymous(self):
         logout()
         self.compare("anonymous")
+
+    def test_words_as_manager(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.compare("manager", WORDS)
+
+    def test_words_as_anonymous(self):
+        logout()
+        self.compare("anonymous", WORDS)
+
+    def test_words_a_combination_at_a_time(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        with mock.patch.object(cells, "FIRST_BATCH", 1), mock.patch.object(cells, "_GROWTH", 1):
+            self.compare("a combination at a time", WORDS)
+
+    def test_a_word_held_more_often_after_a_walk_raises_its_class(self):
+        """Each word's highest class is remembered and brought up to date
+        from the change log: a row that holds a word more often than any
+        did before is found by the next walk."""
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 3}
+        for site in (self.pg, self.z):
+            # (no rare frequencies: every row comes from the combinations)
+            for doc in site.portal_catalog.unrestrictedSearchResults(SearchableText="topaz"):
+                doc.getObject().setDescription("quartz topaz amber birch")
+                doc.getObject().reindexObject()
+            transaction.commit()
+        with walks() as answered:
+            self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+            self.assertEqual(tops.top_classes(self.pg.portal_catalog, "/plone", self.text(), ["topaz"]), [1])
+            for site in (self.pg, self.z):
+                site["doc-002"].setDescription("quartz " + " ".join(["topaz"] * 9) + " amber")
+                site["doc-002"].reindexObject()
+                transaction.commit()
+            ours = found(self.pg, query)
+            self.assertEqual(answered, [3, 3])
+        self.assertEqual(ours[0][0].rsplit("/", 1)[-1], "doc-002")
+        self.assertEqual(ours, every_match_scored(self.pg, query))
+        self.assertEqual(ours[1], found(self.z, query)[1])
+        self.assertEqual(tops.top_classes(self.pg.portal_catalog, "/plone", self.text(), ["topaz"]), [8])
+
+    def text(self):
+        return r.index_defs(self.pg.portal_catalog)["SearchableText"]
 
     def test_past_the_first_rows(self):
         # the first rows come from the cells, the rest from the statement

@@ -1,4 +1,5 @@
-"""The best matches of a one-word full-text search, without scoring them all.
+"""The best matches of a full-text search for a word, or for several words
+ANDed, without scoring them all.
 
 ZCatalog orders the matches of a text query by their Okapi BM25 scores
 (:mod:`~plone.pgcatalog.relevance`), so the first page of a word that a
@@ -21,6 +22,18 @@ walk ends once the last of the rows wanted scores above the bound of
 every cell left: ties go on being read, as ZCatalog breaks them by
 record id.  The answer is the full statement's first rows, whatever the
 mean length.  Only a word held by many rows is walked (:data:`FEW`).
+
+Words ANDed (``report AND postgresql``, as the search box sends what is
+typed) score the sum of each word's score, and a row's words all share
+its length's class: such a row is in one *combination* of cells, one a
+word at the same length class, which GIN finds by the cells' keys
+together.  A combination's bound is the sum of its cells' bounds, and the
+walk reads combinations as it reads cells.  Most combinations are empty,
+and a walk crossing them all would cost more than scoring every match: so
+each word's combinations stop at the highest frequency class any row
+holds it at (:mod:`~plone.pgcatalog.tops`), and the rows holding one of
+the words at a rare frequency (no length class) are read first, all of
+them.
 """
 
 from __future__ import annotations
@@ -43,7 +56,7 @@ import heapq
 import math
 
 
-__all__ = ["CELLS", "best_rows", "cell_bounds", "okapi", "one_word"]
+__all__ = ["CELLS", "best_rows", "cell_bounds", "cell_words", "combination_bounds", "okapi"]
 
 _COUNTS = f"word_counts -> {text_literal(r.SEARCHABLE_TEXT)}"
 CELLS = f"pgcatalog_cells(searchable_text, {_COUNTS})"
@@ -59,17 +72,27 @@ sure none is left."""
 MAX_READ = 5_000
 """Rows read before the walk gives up for the statement that scores every
 match: the query's other criteria keep few of the word's rows."""
+MAX_WORDS = 3
+"""The most words walked together (each more multiplies the combinations)."""
+_SEPARATOR = chr(31)
+"""Between the cells' keys of a combination (no lexeme holds it)."""
 
 
-def one_word(scored: Sequence[Any]) -> str | None:
-    """The word of a query whose relevance order *scored* (``Ordering.scored``)
-    is one word of SearchableText, the index the cells serve; else None."""
+def cell_words(scored: Sequence[Any]) -> tuple[str, ...] | None:
+    """The words of a query whose relevance order *scored* (``Ordering.scored``)
+    the cells serve: one word of SearchableText, or up to :data:`MAX_WORDS`
+    different words ANDed; else None."""
     if len(scored) != 1 or scored[0].index.column != "searchable_text":
         return None
     tree = scored[0].tree
-    if tree.nodeType() != "ATOM" or len(tree.getValue().encode("utf-8")) > MAX_LEXEME_BYTES:
+    kind = tree.nodeType()
+    nodes = [tree] if kind == "ATOM" else tree.getValue() if kind == "AND" else []
+    if not nodes or len(nodes) > MAX_WORDS or any(node.nodeType() != "ATOM" for node in nodes):
         return None
-    return tree.getValue()
+    words = tuple(node.getValue() for node in nodes)
+    if len(set(words)) < len(words) or any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
+        return None
+    return words
 
 
 def okapi(f: float, dl: float, meandoclen: float, idf1024: float) -> int:
@@ -110,31 +133,95 @@ def cell_bounds(meandoclen: float, idf1024: float) -> Iterator[tuple[int, int, i
                 heapq.heappush(heap, (-bound(*cell), *cell))
 
 
+def combination_bounds(
+    meandoclen: float, idfs: Sequence[float], tops: Sequence[int]
+) -> Iterator[tuple[int, int, tuple[int, ...]]]:
+    """``(bound, length bucket, frequency buckets)`` of every combination
+    of the words' cells at one length class (each word's *idf* and *top*
+    frequency class in order), best bound first: a walk from the shortest
+    rows and each word's top class below the rare frequencies."""
+    rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
+    highest = tuple(min(top, rare - 1) for top in tops)
+    if not highest or min(highest) < 1:
+        return
+
+    def bound(lb: int, fbs: tuple[int, ...]) -> int:
+        dl = _range(LENGTH_EDGES, lb)[0]
+        return sum(
+            okapi(_range(FREQUENCY_EDGES, fb)[1], dl, meandoclen, idf)
+            for fb, idf in zip(fbs, idfs, strict=True)
+        )
+
+    start = (1, highest)
+    heap = [(-bound(*start), *start)]
+    seen = {start}
+    while heap:
+        negative, lb, fbs = heapq.heappop(heap)
+        yield -negative, lb, fbs
+        after = [(lb + 1, fbs)] if lb < len(LENGTH_EDGES) else []
+        after += [(lb, (*fbs[:i], fb - 1, *fbs[i + 1 :])) for i, fb in enumerate(fbs) if fb > 1]
+        for cell in after:
+            if cell not in seen:
+                seen.add(cell)
+                heapq.heappush(heap, (-bound(*cell), *cell))
+
+
+_F = f"COALESCE(({_COUNTS} -> 1 ->> %s)::float8, pgcatalog_occurrences(searchable_text, %s, %s::tsquery))"
+_OKAPI = (
+    f"pgcatalog_okapi({_F}, ({_COUNTS} ->> 0)::float8, %s::float8 / %s::float8,"
+    " ln(1.0::float8 + %s::float8 / %s::bigint) * 1024.0::float8)"
+)
+
+
 def best_rows(
     read: Callable[[str, list], list[tuple]],
-    word: str,
+    words: Sequence[str],
     where: str,
     params: list,
     documents: float,
-    words: float,
-    df: int,
+    total: float,
+    dfs: Sequence[int],
     needed: int,
+    tops: Callable[[], Sequence[int] | None] | None = None,
 ) -> list[tuple[int, str, int]] | None:
-    """The *needed* best ``(zoid, path, score)`` of the rows holding *word*
-    in their SearchableText and matching *where* (with *params*), best
-    first, ties by record id, highest first; all of them where fewer match.
-    *documents* and *words* are the index's statistics, *df* the number
-    of its rows holding *word*; *read(sql, params)* runs a statement over
-    the catalog rows.  None where the word is held by :data:`FEW` rows or
-    fewer, or where the walk read more than :data:`MAX_READ` rows without
-    an answer: the caller scores every match instead."""
-    if not df or not documents:
+    """The *needed* best ``(zoid, path, score)`` of the rows holding all
+    *words* in their SearchableText and matching *where* (with *params*),
+    best first, ties by record id, highest first; all of them where fewer
+    match.  *documents* and *total* (its words) are the index's
+    statistics, *dfs* the number of its rows holding each word; *tops()*
+    each word's highest frequency class (:mod:`~plone.pgcatalog.tops`;
+    asked for several words only; None: not known); *read(sql, params)* runs a statement
+    over the catalog rows.  None where a word is held by :data:`FEW` rows
+    or fewer, or where the walk read more than :data:`MAX_READ` rows
+    without an answer: the caller scores every match instead."""
+    if not all(dfs) or not documents:
         return []
-    if df <= FEW:
+    if min(dfs) <= FEW:
         return None
-    meandoclen = words / documents
-    idf1024 = math.log(1.0 + documents / df) * 1024.0
-    f = f"COALESCE(({_COUNTS} -> 1 ->> %s)::float8, pgcatalog_occurrences(searchable_text, %s, %s::tsquery))"
+    meandoclen = total / documents
+    idfs = [math.log(1.0 + documents / df) * 1024.0 for df in dfs]
+    score = " + ".join([_OKAPI] * len(words))
+    scored = [
+        p
+        for word, df in zip(words, dfs, strict=True)
+        for p in (word, word, lexeme(word), total, documents, documents, df)
+    ]
+    if len(words) == 1:
+        (word,) = words
+        cells: Iterator[tuple[int, str]] = (
+            (bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idfs[0])
+        )
+        best: list[tuple[int, int, str]] = []
+    else:
+        classes = None if tops is None else tops()
+        rare = None if classes is None else _rare_rows(read, words, score, scored, where, params)
+        if classes is None or rare is None:
+            return None
+        best = sorted(rare, reverse=True)[:needed]
+        cells = (
+            (bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True)))
+            for bound, lb, fbs in combination_bounds(meandoclen, idfs, classes)
+        )
     # each cell's rows in turn (a nested loop over the keys, in order: OFFSET
     # 0 keeps the subquery apart, scanned for each key), so that LIMIT
     # stops the statement at the cell that fills the page; the query's other
@@ -143,22 +230,57 @@ def best_rows(
     # may see, a cell of 241 rows took 20 ms)
     sql = (
         "SELECT k.i, r.* FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL ("
-        f"SELECT pgcatalog_okapi({f}, ({_COUNTS} ->> 0)::float8, %s::float8 / %s::float8,"
-        " ln(1.0::float8 + %s::float8 / %s::bigint) * 1024.0::float8), object_state.zoid, object_state.path"
-        f" FROM {ROWS} WHERE {CELLS} && ARRAY[k.key] AND searchable_text IS NOT NULL AND COALESCE(({where}), false)"
+        f"SELECT {score}, object_state.zoid, object_state.path"
+        f" FROM {ROWS} WHERE {CELLS} @> string_to_array(k.key, chr({ord(_SEPARATOR)}))"
+        f" AND searchable_text IS NOT NULL AND COALESCE(({where}), false)"
         " OFFSET 0) AS r"
         " LIMIT %s"
     )
-    head = [word, word, lexeme(word), words, documents, documents, df, *params]
-    best: list[tuple[int, int, str]] = []  # (score, zoid, path) of cells read whole, the best first
-    cells = cell_bounds(meandoclen, idf1024)
-    queued: deque[tuple[int, int, int]] = deque()  # cells to read before the next ones
-    batch, whole, read_rows = FIRST_BATCH, False, 0
+    return _walk(read, sql, [*scored, *params], cells, needed, best, len(words))
+
+
+def _rare_rows(
+    read: Callable[[str, list], list[tuple]],
+    words: Sequence[str],
+    score: str,
+    scored: list,
+    where: str,
+    params: list,
+) -> list[tuple[int, int, str]] | None:
+    """``(score, zoid, path)`` of the rows holding all *words* and matching
+    *where*, one of the words at a rare frequency (which no combination
+    reads); None where they are more than :data:`MAX_READ`."""
+    rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
+    keys = [f"{fb} 0 {word}" for word in words for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
+    sql = (
+        f"SELECT {score}, object_state.zoid, object_state.path FROM {ROWS}"
+        f" WHERE {CELLS} && %s::text[] AND searchable_text IS NOT NULL"
+        f" AND COALESCE(searchable_text @@ %s::tsquery AND ({where}), false) LIMIT %s"
+    )
+    held = " & ".join(lexeme(word) for word in words)
+    rows = read(sql, [*scored, keys, held, *params, MAX_READ + 1])
+    return None if len(rows) > MAX_READ else [tuple(row) for row in rows]
+
+
+def _walk(
+    read: Callable[[str, list], list[tuple]],
+    sql: str,
+    head: list,
+    cells: Iterator[tuple[int, str]],
+    needed: int,
+    best: list[tuple[int, int, str]],
+    slack: int,
+) -> list[tuple[int, str, int]] | None:
+    """The walk of :func:`best_rows` over *cells* (``(bound, keys)``, best
+    bound first) from the rows *best* already found (``(score, zoid,
+    path)``, best first); *slack*: the bound's rounding (one a word)."""
+    queued: deque[tuple[int, str]] = deque()  # cells to read before the next ones
+    batch, whole, read_rows = FIRST_BATCH, False, len(best)
     while True:
         # once the page is full, only cells that may beat its last row
-        # (the bound is Python's float arithmetic: one more for its rounding)
-        last = best[-1][0] - 1 if len(best) == needed else None
-        keys = []
+        # (the bound is Python's float arithmetic: one more a word for its rounding)
+        last = best[-1][0] - slack if len(best) == needed else None
+        keys: list[tuple[int, str]] = []
         while len(keys) < (1 if whole else batch):
             cell = queued.popleft() if queued else next(cells, None)
             if cell is None or (last is not None and cell[0] < last):
@@ -168,7 +290,7 @@ def best_rows(
         if not keys:
             return [(zoid, path, score) for score, zoid, path in best]
         limit = MAX_READ + 1 if whole or last is not None else needed - len(best)
-        rows = read(sql, [[f"{fb} {lb} {word}" for _, fb, lb in keys], *head, limit])
+        rows = read(sql, [[key for _, key in keys], *head, limit])
         read_rows += len(rows)
         if read_rows > MAX_READ or any(a[0] > b[0] for a, b in zip(rows, rows[1:], strict=False)):
             return None  # (or the cells came out of order: the statement scores every match)

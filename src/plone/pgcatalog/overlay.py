@@ -28,6 +28,7 @@ from plone.pgcatalog.pending import Pending
 from plone.pgcatalog.schema import CATALOG_ROWS
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.values import text_literal
+from typing import TypeGuard
 
 import orjson
 
@@ -87,7 +88,7 @@ def _overlay(pending: Pending, site: str) -> tuple[str, list]:
     return sql, [emptied, emptied, array_literal(pending.rows), array_literal(pending.removed), records]
 
 
-def has_changes(pending: Pending | None) -> bool:
+def has_changes(pending: Pending | None) -> TypeGuard[Pending]:
     return pending is not None and bool(pending.rows or pending.removed or pending.emptied or pending.cleared)
 
 
@@ -95,6 +96,7 @@ def catalog_sql(sql: str, pending: Pending | None, site: str = "") -> tuple[str,
     """*sql*, a statement that reads the catalog rows as :data:`ROWS`, over
     the rows this transaction sees of the site at path *site* (all, with
     none); and the parameters that go before its own."""
+    params: list
     if not has_changes(pending):
         head, params = _committed(site), []
     else:

@@ -29,6 +29,7 @@ operations in its order, so the integers, and the order, are ZCatalog's.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Sequence
 
 from dataclasses import dataclass
 from plone.pgcatalog import registry as r
@@ -385,7 +386,7 @@ def _one_scan(node) -> bool:
     )
 
 
-def counted_words(scored: list[Scored]) -> list[str] | None:
+def counted_words(scored: Sequence[Scored]) -> list[str] | None:
     """The words whose document frequencies a search ordered by *scored*
     counts before it scores (in the order :data:`GIVEN_DF` wants them),
     where they may be given instead: one text index, a query it does not
@@ -398,7 +399,7 @@ def counted_words(scored: list[Scored]) -> list[str] | None:
 
 
 def ranked_sql(
-    scored: list[Scored], where: str, where_params: list, pending: Pending | None, given_df: bool = False
+    scored: Sequence[Scored], where: str, where_params: list, pending: Pending | None, given_df: bool = False
 ) -> tuple[str, list]:
     """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
     its score (the sum over the text indexes), to be selected from.  With

@@ -22,7 +22,7 @@ from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog import cells
 from plone.pgcatalog.cells import best_rows
-from plone.pgcatalog.cells import one_word
+from plone.pgcatalog.cells import cell_words
 from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.expansions import globs_of
 from plone.pgcatalog.expansions import words_of
@@ -63,6 +63,7 @@ from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
 from plone.pgcatalog.frequencies import document_frequencies
 from plone.pgcatalog.frequencies import holding as word_holding
+from plone.pgcatalog.tops import top_classes
 from plone.pgcatalog.relevance import counted_words
 from plone.pgcatalog.relevance import GIVEN_DF
 from plone.pgcatalog.relevance import ranked_sql
@@ -133,10 +134,10 @@ class Plan:
     count_key: Hashable | None  # counts.statement_key of where
     ranked: tuple[str, list] | None  # relevance.ranked_sql over the committed rows, for a text query
     spec: list[tuple[r.IndexDef, bool]]  # sort_spec of the query
-    # a one-word full-text query ordered by relevance: the word, and the
-    # WHERE (with its parameters) of the query's other criteria, whose best
-    # matches come from the text's cells (cells.best_rows)
-    cells: tuple[str, str, list] | None = None
+    # a full-text query of a word, or of words ANDed, ordered by relevance:
+    # the words, and the WHERE (with its parameters) of the query's other
+    # criteria, whose best matches come from the text's cells (cells.best_rows)
+    cells: tuple[tuple[str, ...], str, list] | None = None
     # the globs of a query ordered by relevance, to compile as the words
     # they expand to (expansions.py)
     globs: tuple[Glob, ...] = ()
@@ -145,15 +146,18 @@ class Plan:
     given: tuple[list[str], str, list] | None = None
 
 
-def _cells_plan(ordering: Ordering, rest: Callable[[], Statement | None]) -> tuple[str, str, list] | None:
-    """:attr:`Plan.cells` of a query, None where it is no one-word
-    SearchableText query ordered by relevance; *rest* compiles the query
-    without its SearchableText criterion (None: no other criterion)."""
-    word = one_word(ordering.scored)
-    if word is None:
+def _cells_plan(
+    ordering: Ordering, rest: Callable[[], Statement | None]
+) -> tuple[tuple[str, ...], str, list] | None:
+    """:attr:`Plan.cells` of a query, None where it is no SearchableText
+    query of words the cells serve (:func:`~plone.pgcatalog.cells.cell_words`)
+    ordered by relevance; *rest* compiles the query without its
+    SearchableText criterion (None: no other criterion)."""
+    words = cell_words(ordering.scored)
+    if words is None:
         return None
     others = rest()
-    return (word, CATALOGED, []) if others is None else (word, others.where_sql(), others.params)
+    return (words, CATALOGED, []) if others is None else (words, others.where_sql(), others.params)
 
 
 def _plan(
@@ -323,10 +327,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             snippets=snippets,
         )
     # Python slice semantics (negative starts) on the first `limit` rows
-    limited = limit is not None and limit > 0
-    first = _rows(select, 0, _bounded(limit)) if limited else select("", [])
+    first = _rows(select, 0, _bounded(limit)) if limit is not None and limit > 0 else select("", [])
     rows = first[slice(b_start, b_start + b_size)]
-    total = len(first) if not limited or len(first) < limit else None
+    total = len(first) if limit is None or limit <= 0 or len(first) < limit else None
     return _results(catalog, rows, length=len(rows), total=total, count=count, snippets=snippets)
 
 
@@ -367,40 +370,54 @@ MAX_BEST = 1000
 
 
 def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
-    """The first *needed* rows of a one-word full-text query in relevance
-    order from the text's cells (:mod:`~plone.pgcatalog.cells`), or None
-    where they do not serve: another query, this transaction's own
-    changes (its rows are laid over the table, which the cells index), or
-    a walk that read too many rows."""
+    """The first *needed* rows of a full-text query of words the cells
+    serve, in relevance order, from the text's cells
+    (:mod:`~plone.pgcatalog.cells`), or None where they do not serve:
+    another query, this transaction's own changes (its rows are laid over
+    the table, which the cells index), or a walk that read too many rows."""
     if plan.cells is None or has_changes(get_pending()):
         return None
-    word, where, params = plan.cells
+    words, where, params = plan.cells
     tool, site = catalog.tool, catalog.site
     text = catalog.indexes[r.SEARCHABLE_TEXT]
-    holding, holding_params = word_holding(text, word)
-    key = statement_key(holding, holding_params)
-    known = remembered_count(tool, site, key)
-    if known is not None and known <= cells.FEW:  # (the word's rows are scored whole: no round trip)
+    keys = [statement_key(*word_holding(text, word)) for word in words]
+    known = [remembered_count(tool, site, key) for key in keys]
+    if any(n is not None and n <= cells.FEW for n in known):  # (the rows are scored whole: no round trip)
         return None
-    # the rows holding the word (its df), the index's statistics, and the
+    # the rows holding each word (its df), the index's statistics, and the
     # generation of what the walk reads: a walk takes a statement per batch
     # of cells, and is kept until that changes
-    sql, count_params, made = count_statement(tool, holding, holding_params, {text.changes}, key, site)
+    counted = [
+        count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
+        for word, key in zip(words, keys, strict=True)
+    ]
+    dfs_sql = ", ".join(f"({sql}) AS df{n}" for n, (sql, _, _) in enumerate(counted))
     found = read(
         tool,
-        f"SELECT * FROM ({sql}) AS df, ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
-        [*count_params, r.SEARCHABLE_TEXT],
+        f"SELECT * FROM {dfs_sql}, ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
+        [*(p for _, count_params, _ in counted for p in count_params), r.SEARCHABLE_TEXT],
         site=site,
     )
     if not found:
         return None
-    df = made(found[0][:3])
-    documents, words, now = found[0][3:]
-    walk = partial(best_rows, partial(_read_rows, catalog), word, where, params, documents, words, df, needed)
-    page = statement_key(where, [*params, word, needed])
-    best = kept_rows(tool, site, page, now, walk) if df > cells.FEW else walk()
+    dfs = [made(found[0][3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(counted)]
+    documents, total, now = found[0][3 * len(words) :]
+    walk = partial(
+        best_rows,
+        partial(_read_rows, catalog),
+        words,
+        where,
+        params,
+        documents,
+        total,
+        dfs,
+        needed,
+        partial(top_classes, tool, site, text, words),
+    )
+    page = statement_key(where, [*params, *words, needed])
+    best = kept_rows(tool, site, page, now, walk) if min(dfs) > cells.FEW else walk()
     if not best:
-        return best
+        return None if best is None else []
     a, b = plan.stmt.scale
     top = a * best[0][2] + b
     if top == 0:
