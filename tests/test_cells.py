@@ -192,14 +192,18 @@ class CellsTest(unittest.TestCase):
         query = {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 3}
         for site in (self.pg, self.z):
             # (no rare frequencies: every row comes from the combinations)
-            for doc in site.portal_catalog.unrestrictedSearchResults(SearchableText="topaz"):
-                doc.getObject().setDescription("quartz topaz amber birch")
-                doc.getObject().reindexObject()
+            setSite(site)
+            for doc in [
+                b.getObject() for b in site.portal_catalog.unrestrictedSearchResults(SearchableText="topaz")
+            ]:
+                doc.setDescription("quartz topaz amber birch")
+                doc.reindexObject()
             transaction.commit()
         with walks() as answered:
             self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
             self.assertEqual(tops.top_classes(self.pg.portal_catalog, "/plone", self.text(), ["topaz"]), [1])
             for site in (self.pg, self.z):
+                setSite(site)
                 site["doc-002"].setDescription("quartz " + " ".join(["topaz"] * 9) + " amber")
                 site["doc-002"].reindexObject()
                 transaction.commit()
