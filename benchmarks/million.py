@@ -139,6 +139,27 @@ def bulk_folder_row(site, tool, name: str, position: int):
     return catalog_row(tool, folder, "/".join(folder.getPhysicalPath()))
 
 
+def write_bulk(conn, made: list) -> None:
+    """One committed transaction of bulk rows *made* (catalog rows)."""
+    from plone.pgcatalog.processor import write_full_rows
+    from plone.pgcatalog.schema import BUMP_COUNTER
+    from plone.pgcatalog.schema import NOTE_EVERYTHING
+
+    with conn.transaction():
+        zoids = [z for (z,) in conn.execute(
+            "SELECT nextval('zoid_seq') FROM generate_series(1, %s)", [len(made)]
+        )]  # fmt: skip
+        conn.execute(
+            "INSERT INTO object_state (zoid, tid, class_mod, class_name, state_size) "
+            "SELECT z, (SELECT max(tid) FROM transaction_log), %s, %s, 0 FROM unnest(%s::bigint[]) z",
+            [*BULK_CLASS, zoids],
+        )
+        conn.execute(NOTE_EVERYTHING)
+        with conn.cursor() as cursor:
+            write_full_rows(cursor, list(zip(zoids, made, strict=True)))
+        conn.execute(BUMP_COUNTER)
+
+
 def grow_bulk(worker, target: int, numbers: range | None = None) -> dict:
     """Bulk rows until the database holds *target* catalog rows; or, with
     *numbers*, the bulk Documents of those numbers (and their folders),
@@ -147,11 +168,8 @@ def grow_bulk(worker, target: int, numbers: range | None = None) -> dict:
     from zope.component import provideAdapter
 
     import psycopg
+    import psycopg.errors
     import transaction
-
-    from plone.pgcatalog.processor import write_full_rows
-    from plone.pgcatalog.schema import BUMP_COUNTER
-    from plone.pgcatalog.schema import NOTE_EVERYTHING
 
     provideAdapter(bulk_position, (IInMemory, IZCatalog), name="getObjPositionInParent")
     dsn, site, tool = worker.config["dsn"], worker.site, worker.catalog
@@ -173,19 +191,15 @@ def grow_bulk(worker, target: int, numbers: range | None = None) -> dict:
                     made.append(bulk_folder_row(site, tool, spec.folder, position))
                 made.append(bulk_row(site, tool, spec, folders))
             transaction.abort()  # nothing of it is stored in ZODB
-            with conn.transaction():
-                zoids = [z for (z,) in conn.execute(
-                    "SELECT nextval('zoid_seq') FROM generate_series(1, %s)", [len(made)]
-                )]  # fmt: skip
-                conn.execute(
-                    "INSERT INTO object_state (zoid, tid, class_mod, class_name, state_size) "
-                    "SELECT z, (SELECT max(tid) FROM transaction_log), %s, %s, 0 FROM unnest(%s::bigint[]) z",
-                    [*BULK_CLASS, zoids],
-                )
-                conn.execute(NOTE_EVERYTHING)
-                with conn.cursor() as cursor:
-                    write_full_rows(cursor, list(zip(zoids, made, strict=True)))
-                conn.execute(BUMP_COUNTER)
+            for attempt in range(10):
+                try:
+                    write_bulk(conn, made)
+                    break
+                except psycopg.errors.DeadlockDetected:
+                    # (two writers adding the same new words to the lexicon)
+                    print(f"deadlock, batch written again ({attempt + 1})", flush=True)
+            else:
+                raise RuntimeError("a batch deadlocked ten times")
             rows += len(made)
             documents += len(batch)
             written += len(made)

@@ -22,8 +22,11 @@ Each search follows an editor's title change committed (untimed), as on
 a busy site, as Anonymous and as a user with the site-wide Editor role.
 Each line's texts are searched twice: the first pass is each text's first
 search in the process (its words' counts are made then), the second the
-same texts again.  Medians and p95 in ms, written to
-``benchmarks/results/<stamp>-typed-words.json``.
+same texts again; a line's passes, as each user, stop after ``--budget``
+seconds (the table says how many texts were searched).  Medians and p95
+in ms, written to ``benchmarks/results/<stamp>-typed-words.json``.  To
+compare two versions of the code, run each (``PYTHONPATH=<checkout>/src``)
+with the same ``--lines``.
 """
 
 from __future__ import annotations
@@ -164,7 +167,10 @@ def edits(worker, editable: int) -> Callable[[], None]:
     return edit
 
 
-def measure(worker, samples: int) -> dict:
+def measure(worker, samples: int, only: str = "", budget: float = 60.0) -> dict:
+    """Each line (those whose label holds *only*), as each user; a user's
+    passes over a line stop after *budget* seconds (its count says how
+    many texts were searched)."""
     import transaction
 
     documents = worker.docs
@@ -173,12 +179,17 @@ def measure(worker, samples: int) -> dict:
     edit = edits(worker, editable)
     out: dict = {"documents": documents, "through_plone": editable, "lines": {}}
     for label, values in lines(editable, documents, samples):
+        if only not in label:
+            continue
         result = out["lines"][label] = {"samples": len(values), "example": values[0] if values else None}
         for user in ("Anonymous", EDITOR):
             passes, found = [], []
             for _ in ("first", "again"):
-                times = []
+                times: list[float] = []
+                ends = time.perf_counter() + budget / 2
                 for text in values:
+                    if time.perf_counter() > ends and times:
+                        break
                     edit()
                     as_user(worker, user)
                     started = time.perf_counter()
@@ -187,6 +198,7 @@ def measure(worker, samples: int) -> dict:
                     transaction.abort()
                 passes.append(summary(times))
             result[user] = {
+                "searched": passes[1]["n"],
                 "first": passes[0],
                 "again": passes[1],
                 "found_median": sorted(found)[len(found) // 2] if found else 0,
@@ -206,8 +218,10 @@ def table(result: dict) -> str:
     rows = [head, "|---|---:|---:|---:|---:|"]
     for label, line in result["lines"].items():
         anonymous, editor = line["Anonymous"], line[EDITOR]
+        searched = min(anonymous.get("searched", line["samples"]), editor.get("searched", line["samples"]))
         rows.append(
-            f"| {label} | {anonymous['found_median']:,} / {editor['found_median']:,}"
+            f"| {label}{f' ({searched} texts)' if searched < line['samples'] else ''}"
+            f" | {anonymous['found_median']:,} / {editor['found_median']:,}"
             f" | {anonymous['again']['median']:.2f} / {anonymous['again']['p95']:.2f}"
             f" | {editor['again']['median']:.2f} / {editor['again']['p95']:.2f}"
             f" | {anonymous['first']['p95']:.2f} / {editor['first']['p95']:.2f} |"
@@ -219,12 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--database", required=True)
     parser.add_argument("--iterations", type=int, default=40, help="texts per line")
+    parser.add_argument("--lines", default="", help="only the lines whose label holds this")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds a line may take, per user")
     args = parser.parse_args(argv)
     with kept_site(kept_dsn(args.database)) as worker:
         result = {
             "database": args.database,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-            **measure(worker, args.iterations),
+            "code": __import__("plone.pgcatalog").pgcatalog.__file__,
+            **measure(worker, args.iterations, args.lines, args.budget),
         }
     out = HERE / "results" / f"{time.strftime('%Y%m%d-%H%M%S')}-typed-words.json"
     out.parent.mkdir(exist_ok=True)
