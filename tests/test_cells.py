@@ -48,17 +48,19 @@ QUERIES = [
     {"SearchableText": "amber"},  # every document holds it
 ]
 
-WORDS = [
-    {"SearchableText": "quartz topaz"},
-    {"SearchableText": "topaz AND quartz"},
-    {"SearchableText": "quartz AND amber"},  # (amber: in every document)
-    {"SearchableText": "quartz AND topaz AND amber"},
-    {"SearchableText": "Quartz topaz", "portal_type": "Document"},
-    {"SearchableText": "quartz topaz", "review_state": "published"},
-    {"SearchableText": "quartz topaz", "path": "shelf"},
+PAGE = {"b_start": 0, "b_size": 10}
+WORDS = [  # (pages, as the search box asks for them)
+    {"SearchableText": "quartz topaz", **PAGE},
+    {"SearchableText": "topaz AND quartz", **PAGE},
+    {"SearchableText": "quartz AND amber", **PAGE},  # (amber: in every document)
+    {"SearchableText": "quartz AND topaz AND amber", **PAGE},
+    {"SearchableText": "Quartz topaz", "portal_type": "Document", **PAGE},
+    {"SearchableText": "quartz topaz", "review_state": "published", **PAGE},
+    {"SearchableText": "quartz topaz", "path": "shelf", **PAGE},
     {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 5},
     {"SearchableText": "quartz topaz", "b_start": 5, "b_size": 5},
-    {"SearchableText": "quartz AND nosuchword"},
+    {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 50},
+    {"SearchableText": "quartz AND nosuchword", **PAGE},
 ]
 
 
@@ -183,6 +185,17 @@ class CellsTest(unittest.TestCase):
         login(self.layer["app"], SITE_OWNER_NAME)
         with mock.patch.object(cells, "FIRST_BATCH", 1), mock.patch.object(cells, "_GROWTH", 1):
             self.compare("a combination at a time", WORDS)
+
+    def test_words_unbatched_or_past_the_page_are_scored_whole(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for query in ({"SearchableText": "quartz topaz"}, {"SearchableText": "quartz topaz", "b_size": 51}):
+            with walks() as answered:
+                self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+            self.assertEqual(answered, [], query)
+        self.assertEqual(
+            found(self.pg, {"SearchableText": "quartz topaz"})[1:],
+            found(self.z, {"SearchableText": "quartz topaz"})[1:],
+        )
 
     def test_a_word_held_more_often_after_a_walk_raises_its_class(self):
         """Each word's highest class is remembered and brought up to date

@@ -74,6 +74,12 @@ MAX_READ = 5_000
 match: the query's other criteria keep few of the word's rows."""
 MAX_WORDS = 3
 """The most words walked together (each more multiplies the combinations)."""
+WORDS_PAGE = 50
+"""The longest page of several words walked (the search box's are 10 or
+20): the last rows of a longer one score lower, past more combinations."""
+MAX_COMBINATIONS = 1_024
+"""Combinations crossed before the walk gives up for the statement that
+scores every match: the words' rows hold them together few times."""
 _SEPARATOR = chr(31)
 """Between the cells' keys of a combination (no lexeme holds it)."""
 
@@ -196,7 +202,7 @@ def best_rows(
     without an answer: the caller scores every match instead."""
     if not all(dfs) or not documents:
         return []
-    if min(dfs) <= FEW:
+    if min(dfs) <= FEW or (len(words) > 1 and needed > WORDS_PAGE):
         return None
     meandoclen = total / documents
     idfs = [math.log(1.0 + documents / df) * 1024.0 for df in dfs]
@@ -212,6 +218,7 @@ def best_rows(
             (bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idfs[0])
         )
         best: list[tuple[int, int, str]] = []
+        most = None
     else:
         classes = None if tops is None else tops()
         rare = None if classes is None else _rare_rows(read, words, score, scored, where, params)
@@ -222,6 +229,7 @@ def best_rows(
             (bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True)))
             for bound, lb, fbs in combination_bounds(meandoclen, idfs, classes)
         )
+        most = MAX_COMBINATIONS
     # each cell's rows in turn (a nested loop over the keys, in order: OFFSET
     # 0 keeps the subquery apart, scanned for each key), so that LIMIT
     # stops the statement at the cell that fills the page; the query's other
@@ -236,7 +244,7 @@ def best_rows(
         " OFFSET 0) AS r"
         " LIMIT %s"
     )
-    return _walk(read, sql, [*scored, *params], cells, needed, best, len(words))
+    return _walk(read, sql, [*scored, *params], cells, needed, best, len(words), most)
 
 
 def _rare_rows(
@@ -270,12 +278,14 @@ def _walk(
     needed: int,
     best: list[tuple[int, int, str]],
     slack: int,
+    most: int | None,
 ) -> list[tuple[int, str, int]] | None:
     """The walk of :func:`best_rows` over *cells* (``(bound, keys)``, best
     bound first) from the rows *best* already found (``(score, zoid,
-    path)``, best first); *slack*: the bound's rounding (one a word)."""
+    path)``, best first); *slack*: the bound's rounding (one a word);
+    *most*: the cells it may cross before it gives up (None: all)."""
     queued: deque[tuple[int, str]] = deque()  # cells to read before the next ones
-    batch, whole, read_rows = FIRST_BATCH, False, len(best)
+    batch, whole, read_rows, crossed = FIRST_BATCH, False, len(best), 0
     while True:
         # once the page is full, only cells that may beat its last row
         # (the bound is Python's float arithmetic: one more a word for its rounding)
@@ -289,6 +299,9 @@ def _walk(
             keys.append(cell)
         if not keys:
             return [(zoid, path, score) for score, zoid, path in best]
+        crossed += len(keys)
+        if most is not None and crossed > most:
+            return None
         limit = MAX_READ + 1 if whole or last is not None else needed - len(best)
         rows = read(sql, [[key for _, key in keys], *head, limit])
         read_rows += len(rows)

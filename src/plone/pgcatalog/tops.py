@@ -1,4 +1,5 @@
-"""Each word's highest frequency class in the text's cells, remembered.
+"""Each word's highest frequency class in the text's cells (below the rare
+ones, which have no length class), remembered.
 
 A walk over several words' cells (:func:`~plone.pgcatalog.cells.best_rows`)
 reads the combinations of their cells best bound first; most are empty
@@ -57,13 +58,13 @@ _CLASS = (
 """A row's class of the word (``pgcatalog_cells``' arithmetic)."""
 
 _PROBE = (
-    f"(SELECT fb FROM generate_series({len(FREQUENCY_EDGES)}, 1, -1) AS fb"
-    f" WHERE EXISTS (SELECT FROM {ROWS} WHERE searchable_text IS NOT NULL AND {_CELLS} && CASE"
-    f" WHEN fb >= {_RARE} THEN ARRAY[fb || ' 0 ' || %s]"
-    f" ELSE ARRAY(SELECT fb || ' ' || lb || ' ' || %s FROM generate_series(1, {len(LENGTH_EDGES)}) AS lb) END)"
+    f"(SELECT fb FROM generate_series({_RARE - 1}, 1, -1) AS fb"
+    f" WHERE EXISTS (SELECT FROM {ROWS} WHERE searchable_text IS NOT NULL AND {_CELLS}"
+    f" && ARRAY(SELECT fb || ' ' || lb || ' ' || %s FROM generate_series(1, {len(LENGTH_EDGES)}) AS lb))"
     " LIMIT 1)"
 )
-"""The highest class held (NULL: none), found through the cells' index."""
+"""The highest class below the rare ones held (NULL: none), found through
+the cells' index."""
 
 
 def _statement(catalog: Any, site: str, index: r.IndexDef, word: str) -> tuple[str, list, Any] | None:
@@ -81,16 +82,17 @@ def _statement(catalog: Any, site: str, index: r.IndexDef, word: str) -> tuple[s
         f"WITH {since},\npgcatalog_signed AS MATERIALIZED ({signed})\n"
         f"SELECT CASE WHEN {generation} = %s THEN %s::int"
         f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {_PROBE}"
-        " ELSE GREATEST(%s::int, (SELECT max(top_class) FROM pgcatalog_signed WHERE sign > 0)) END,"
+        " ELSE GREATEST(%s::int, (SELECT max(top_class) FROM pgcatalog_signed"
+        f" WHERE sign > 0 AND top_class < {_RARE})) END,"
         f" {generation}, (SELECT stamp FROM {SINCE})"
     )
-    return sql, [*signed_params, known_generation, top, word, word, top], key
+    return sql, [*signed_params, known_generation, top, word, top], key
 
 
 def top_classes(catalog: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[int] | None:
-    """The highest frequency class at which a catalog row of tool *catalog*
-    (its site at *site*) holds each of *words* in its text *index*, in
-    order (0 where none does), in one statement; None in a transaction
+    """The highest frequency class below the rare ones at which a catalog
+    row of tool *catalog* (its site at *site*) holds each of *words* in its
+    text *index*, in order (0 where none does), in one statement; None in a transaction
     with catalog changes of its own (its rows are not in the cells)."""
     found = [_statement(catalog, site, index, word) for word in words]
     statements = [statement for statement in found if statement is not None]
