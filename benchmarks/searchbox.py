@@ -9,7 +9,8 @@ postgresql*`` on 6.2), in relevance order, a batch of 10.  On the site
 ``kept.py`` keeps in *database*, each query is timed ``--iterations``
 times, each search in a transaction of its own (its length and the paths
 of its first 10 brains), and its statements are counted (with
-``--explain``, ``EXPLAIN (ANALYZE, BUFFERS)`` of each).  Medians and p95
+``--explain``, ``EXPLAIN (ANALYZE, BUFFERS)`` of each; ``--text`` searches
+the texts given instead).  Medians and p95
 in ms.  To compare two versions of the code, run it with each in turn,
 alternating (``PYTHONPATH=<other checkout>/src``).
 """
@@ -48,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--anonymous", action="store_true")
     parser.add_argument("--iterations", type=int, default=60)
     parser.add_argument("--explain", action="store_true")
+    parser.add_argument("--text", action="append", help="search these texts (b_size 10) instead")
     args = parser.parse_args(argv)
+    queries = [{"SearchableText": text, "b_start": 0, "b_size": 10} for text in args.text] if args.text else QUERIES
     with kept_site(kept_dsn(args.database)) as worker:
         import zopesite
 
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             zopesite.login(worker.app)
         catalog = worker.catalog
-        for query in QUERIES:
+        for query in queries:
             times = []
             for _ in range(args.iterations):
                 transaction.abort()

@@ -152,16 +152,24 @@ def with_editor(worker) -> None:
 
 
 def edits(worker, editable: int) -> Callable[[], None]:
-    """An editor's title change, committed, on a Document taken in turn."""
+    """An editor's title change, committed, on a Document taken in turn:
+    a new title every time (an edit that changes nothing would leave every
+    page kept), as the edit form would save it."""
     import transaction
     import zopesite
+
+    from workload import doc_spec
 
     turn = iter(range(10**9))
 
     def edit() -> None:
         transaction.abort()
         zopesite.login(worker.app)
-        zopesite.edit_document(worker.site, next(turn) * 7 % editable)
+        serial = next(turn)
+        spec = doc_spec(serial * 7 % editable)
+        doc = worker.site[spec.folder][spec.id]
+        doc.title = f"{spec.title} (revision {time.time_ns()})"
+        doc.reindexObject()
         transaction.commit()
 
     return edit

@@ -53,7 +53,6 @@ WORDS = [  # (pages, as the search box asks for them)
     {"SearchableText": "quartz topaz", **PAGE},
     {"SearchableText": "topaz AND quartz", **PAGE},
     {"SearchableText": "quartz AND amber", **PAGE},  # (amber: in every document)
-    {"SearchableText": "quartz AND topaz AND amber", **PAGE},
     {"SearchableText": "Quartz topaz", "portal_type": "Document", **PAGE},
     {"SearchableText": "quartz topaz", "review_state": "published", **PAGE},
     {"SearchableText": "quartz topaz", "path": "shelf", **PAGE},
@@ -186,9 +185,13 @@ class CellsTest(unittest.TestCase):
         with mock.patch.object(cells, "FIRST_BATCH", 1), mock.patch.object(cells, "_GROWTH", 1):
             self.compare("a combination at a time", WORDS)
 
-    def test_words_unbatched_or_past_the_page_are_scored_whole(self):
+    def test_words_unbatched_past_the_page_or_three_are_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)
-        for query in ({"SearchableText": "quartz topaz"}, {"SearchableText": "quartz topaz", "b_size": 51}):
+        for query in (
+            {"SearchableText": "quartz topaz"},
+            {"SearchableText": "quartz topaz", "b_size": 51},
+            {"SearchableText": "quartz AND topaz AND amber", **PAGE},
+        ):
             with walks() as answered:
                 self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
             self.assertEqual(answered, [], query)
