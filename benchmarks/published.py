@@ -143,15 +143,24 @@ def table(name: str, data: dict) -> list[str]:
 
 
 def newest() -> list[tuple[str, dict]]:
-    """The newest condensed run of each kind: 500 documents, and each cache size of the scale mode."""
-    found: dict[tuple, tuple[str, dict]] = {}
+    """The newest condensed run of each kind (500 documents, and each
+    cache size of the scale mode), and before it the newest of its kind
+    with the peer where that one ran without."""
+    found: dict[tuple, list[tuple[str, dict]]] = {}
     for path in sorted(RESULTS.glob(PATTERN)):
         data = json.loads(path.read_text())
         if "cache_size" not in data:
             continue  # (run_all.py's own files, from before this form)
         points = tuple(point["docs"] for point in data["runs"]["pg"]["scale"])
-        found[(points, data["cache_size"])] = (path.name, data)
-    return [found[key] for key in sorted(found)]
+        found.setdefault((points, data["cache_size"]), []).append((path.name, data))
+    chosen = []
+    for key in sorted(found):
+        runs = found[key]
+        with_peer = [run for run in runs if "upstream" in run[1]["runs"]]
+        if "upstream" not in runs[-1][1]["runs"] and with_peer:
+            chosen.append(with_peer[-1])
+        chosen.append(runs[-1])
+    return chosen
 
 
 def sections() -> list[str]:

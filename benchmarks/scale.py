@@ -3,7 +3,7 @@ site's size: the published comparison's workload (``published.py``),
 searches on replicas (the newest ``load-*.json`` that ran
 ``pgcatalog-replicas``), a catalog of a million rows (the newest
 ``*-million.json``, with its plot) and what visitors type there (the
-newest ``*-typed-words.json``)."""
+newest ``*-typed-words.json``, wherever that site stood)."""
 
 from __future__ import annotations
 
@@ -190,10 +190,11 @@ def typed_section(name: str, data: dict) -> list[str]:
     from typed import table
 
     return [
-        "## What visitors type, at a million rows",
+        f"## What visitors type, at {data['documents']:,} Documents",
         "",
-        f"`benchmarks/typed.py` ({name}), on the million-row site above ({data['documents']:,} Documents, "
-        f"{data['through_plone']:,} of them made through Plone): each line {next(iter(data['lines'].values()))['samples']} "
+        f"`benchmarks/typed.py` ({name}), on the site `million.py` builds ({data['documents']:,} Documents, "
+        f"{data['through_plone']:,} of them made through Plone; each bulk one holds words of every frequency, "
+        "`vocabulary.py`): each line {next(iter(data['lines'].values()))['samples']} "
         "texts, each another document's words, sent as Plone's search page sends them (b_size 10, relevance "
         "order; its count and ten brains' `Title` and `getURL()`), each search after an editor's title change "
         "committed; the second search of each text (the first of each in the process: last column). "
