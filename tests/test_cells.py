@@ -133,10 +133,13 @@ class CellsTest(unittest.TestCase):
         self.pg, self.z = app["plone"], app["zplone"]
         for site in (self.pg, self.z):
             build(site)
-        # a word held by so few rows is scored whole on a real site
-        few = mock.patch.object(cells, "FEW", 0)
-        few.start()
-        self.addCleanup(few.stop)
+        # a word held by so few rows is scored whole on a real site; and
+        # two words whose rows hold them together so seldom (a site of 70
+        # rows of 3 to 600 words) would cross too many combinations
+        for name, value in (("FEW", 0), ("MAX_COMBINATIONS", 100_000)):
+            patched = mock.patch.object(cells, name, value)
+            patched.start()
+            self.addCleanup(patched.stop)
         counts._counts.clear()  # (a word's count decides the way: see the last tests)
         tops.clear()
 
@@ -181,9 +184,17 @@ class CellsTest(unittest.TestCase):
         self.compare("anonymous", WORDS)
 
     def test_words_a_combination_at_a_time(self):
+        # (the pages that fill up: the others cross every combination)
         login(self.layer["app"], SITE_OWNER_NAME)
         with mock.patch.object(cells, "FIRST_BATCH", 1), mock.patch.object(cells, "_GROWTH", 1):
-            self.compare("a combination at a time", WORDS)
+            self.compare("a combination at a time", WORDS[:3])
+
+    def test_words_that_cross_too_many_combinations_are_scored_whole(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = WORDS[0]
+        with mock.patch.object(cells, "MAX_COMBINATIONS", 3), walks() as answered:
+            self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+        self.assertEqual(answered, [])
 
     def test_words_unbatched_past_the_page_or_three_are_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)
