@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--text", action="append", help="search these texts (b_size 10) instead")
     args = parser.parse_args(argv)
-    queries = [{"SearchableText": text, "b_start": 0, "b_size": 10} for text in args.text] if args.text else QUERIES
+    queries = (
+        [{"SearchableText": text, "b_start": 0, "b_size": 10} for text in args.text] if args.text else QUERIES
+    )
     with kept_site(kept_dsn(args.database)) as worker:
         import zopesite
 
