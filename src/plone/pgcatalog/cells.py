@@ -79,7 +79,8 @@ and the rows holding three frequent words are few enough to score (at
 holding them all, scored in 36-49 ms, walked in 91-139)."""
 WORDS_PAGE = 50
 """The longest page of several words walked (the search box's are 10 or
-20): the last rows of a longer one score lower, past more combinations."""
+20): the last rows of a longer one score lower, past more combinations
+(the caller asks for no longer one: see ``search._best_rows``)."""
 MAX_COMBINATIONS = 1_024
 """Combinations crossed before the walk gives up for the statement that
 scores every match: the words' rows hold them together few times."""
@@ -205,7 +206,7 @@ def best_rows(
     without an answer: the caller scores every match instead."""
     if not all(dfs) or not documents:
         return []
-    if min(dfs) <= FEW or (len(words) > 1 and needed > WORDS_PAGE):
+    if min(dfs) <= FEW:
         return None
     meandoclen = total / documents
     idfs = [math.log(1.0 + documents / df) * 1024.0 for df in dfs]
@@ -223,9 +224,11 @@ def best_rows(
         best: list[tuple[int, int, str]] = []
         most = None
     else:
-        classes = None if tops is None else tops()
-        rare = None if classes is None else _rare_rows(read, words, score, scored, where, params)
-        if classes is None or rare is None:
+        classes = tops() if tops is not None else None
+        if classes is None:
+            return None
+        rare = _rare_rows(read, words, score, scored, where, params)
+        if rare is None:
             return None
         best = sorted(rare, reverse=True)[:needed]
         cells = (

@@ -378,6 +378,8 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     if plan.cells is None or has_changes(get_pending()):
         return None
     words, where, params = plan.cells
+    if len(words) > 1 and needed > cells.WORDS_PAGE:
+        return None  # (before any round trip: every match is scored)
     tool, site = catalog.tool, catalog.site
     text = catalog.indexes[r.SEARCHABLE_TEXT]
     keys = [statement_key(*word_holding(text, word)) for word in words]
