@@ -1,6 +1,6 @@
-"""The best matches of a search for a word, or for words ANDed, read from
-the full text's cells (plone.pgcatalog.cells) instead of scoring every
-match.
+"""The best matches of a search for a word, for words ANDed, or for globs
+and words ORed, read from the full text's cells (plone.pgcatalog.cells)
+instead of scoring every match.
 
 The answer must be ZCatalog's (scores, order, lengths; ties, whose record
 ids differ between the catalogs, as sets) and exactly that of the
@@ -61,11 +61,39 @@ WORDS = [  # (pages, as the search box asks for them)
     {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 50},
     {"SearchableText": "quartz AND nosuchword", **PAGE},
 ]
+RARE = {  # word: (every so many documents, from the one numbered, times)
+    "quarry": (23, 0, 2),
+    "quartzite": (31, 5, 5),
+    "quasar": (70, 12, 1),
+    "quaver": (29, 3, 1),
+    "quay": (37, 8, 2),
+    "quail": (41, 9, 1),
+    "quake": (43, 2, 3),
+    "quaff": (47, 4, 1),
+    "qualm": (53, 6, 1),
+    "topazine": (37, 3, 3),
+}
+"""Words held by four documents or fewer ("qua*": quartz and nine of
+them, more than a glob is compiled as)."""
+GLOBS = [  # (as Plone 6.1 and 6.2 send what is typed)
+    {"SearchableText": "qua*", **PAGE},
+    {"SearchableText": "quartz*", **PAGE},
+    {"SearchableText": "topaz qua*", **PAGE},
+    {"SearchableText": "topa* AND qua*", **PAGE},
+    {"SearchableText": "quartz OR topaz", **PAGE},
+    {"SearchableText": "quartz OR quay OR topa*", **PAGE},
+    {"SearchableText": "Qua*", "portal_type": "Document", **PAGE},
+    {"SearchableText": "qua*", "review_state": "published", **PAGE},
+    {"SearchableText": "topa* AND qua*", "path": "shelf", **PAGE},
+    {"SearchableText": "qua*", "b_start": 5, "b_size": 5},
+    {"SearchableText": "qua*", "b_start": 0, "b_size": 50},
+]
 
 
 def build(site, seed=34, count=70):
     """Documents whose texts hold "quartz" from 0 to 40 times in lengths
-    from 3 to 600 words; some texts alike (ties), some private."""
+    from 3 to 600 words, some a :data:`RARE` word; some texts alike (ties),
+    some private."""
     rng = random.Random(seed)
     setSite(site)
     login(site.aq_parent, SITE_OWNER_NAME)
@@ -84,6 +112,10 @@ def build(site, seed=34, count=70):
             rng.shuffle(words)
             text = " ".join(words)
         texts.append(text)
+        rare = [
+            word for word, (step, first, times) in RARE.items() if i % step == first for _ in range(times)
+        ]
+        text = " ".join([text, *rare])
         doc = api.content.create(
             container=shelf if rng.random() < 0.4 else site,
             type="Document",
@@ -210,6 +242,58 @@ class CellsTest(unittest.TestCase):
             found(self.pg, {"SearchableText": "quartz topaz"})[1:],
             found(self.z, {"SearchableText": "quartz topaz"})[1:],
         )
+
+    def test_globs_as_manager(self):
+        # (the rare words are read first, quartz and topaz walked)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        with mock.patch.object(cells, "FEW", 4):
+            self.compare("manager", GLOBS)
+
+    def test_globs_as_anonymous(self):
+        logout()
+        with mock.patch.object(cells, "FEW", 4):
+            self.compare("anonymous", GLOBS)
+
+    def test_globs_a_combination_at_a_time(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        with (
+            mock.patch.object(cells, "FEW", 4),
+            mock.patch.object(cells, "FIRST_BATCH", 1),
+            mock.patch.object(cells, "_GROWTH", 1),
+        ):
+            self.compare("a combination at a time", GLOBS[:6])
+
+    def test_globs_of_common_words_walk_each_set_of_them(self):
+        # every word common: quartz alone, topaz alone, and both (OR); a
+        # glob of three common words ANDed with one (a set of two or three)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.compare(
+            "every word common",
+            [
+                {"SearchableText": "quartz OR topaz", **PAGE},
+                {"SearchableText": "quartz*", **PAGE},
+                {"SearchableText": "topa* AND quartz", **PAGE},
+                {"SearchableText": "topa* AND quartz", "b_start": 0, "b_size": 3},
+            ],
+        )
+
+    def test_globs_of_too_many_common_words_or_rare_rows_are_scored_whole(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        for query, patches in (
+            ({"SearchableText": "qua*", **PAGE}, {}),  # (ten common words)
+            ({"SearchableText": "qua*", **PAGE}, {"FEW": 4, "MAX_READ": 5}),
+            ({"SearchableText": "quarry OR quasar", **PAGE}, {"FEW": 4}),  # (no common word)
+            ({"SearchableText": "quartz qua*", **PAGE}, {"FEW": 4}),  # (quartz twice)
+            ({"SearchableText": "qua* OR topaz", "b_start": 0, "b_size": 51}, {"FEW": 4}),
+        ):
+            with contextlib.ExitStack() as stack:
+                for name, value in patches.items():
+                    stack.enter_context(mock.patch.object(cells, name, value))
+                answered = stack.enter_context(walks())
+                ours = found(self.pg, query)
+                self.assertEqual(ours, every_match_scored(self.pg, query), query)
+            self.assertEqual(answered, [], query)
+            self.assertEqual(ours[1:], found(self.z, query)[1:], query)
 
     def test_a_word_held_more_often_after_a_walk_raises_its_class(self):
         """Each word's highest class is remembered and brought up to date

@@ -34,6 +34,17 @@ each word's combinations stop at the highest frequency class any row
 holds it at (:mod:`~plone.pgcatalog.tops`), and the rows holding one of
 the words at a rare frequency (no length class) are read first, all of
 them.
+
+A glob (what the search box sends for the word typed last) scores the sum
+of its words' scores, and a three-letter prefix of a common word stands
+for it and for dozens of rare ones, whose high idf puts their rows first.
+So a query's terms (:func:`cell_terms`) are parts ANDed, each words ORed;
+the rows holding a word held by :data:`FEW` rows or fewer are read first,
+all of them, as are those holding a common word at a rare frequency.  The
+rows left hold common words only, one set of them (at least one a part):
+each set is walked as a combination, and the sets' combinations are read
+in one order of their bounds.  A row is scored from its words among the
+query's (each with its idf), whichever way it was found, and counted once.
 """
 
 from __future__ import annotations
@@ -41,8 +52,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
+from itertools import combinations
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.expansions import CELL_WORDS
+from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.schema import FREQUENCY_EDGES
 from plone.pgcatalog.schema import LENGTH_EDGES
 from plone.pgcatalog.schema import RARE_FREQUENCY
@@ -56,7 +71,7 @@ import heapq
 import math
 
 
-__all__ = ["CELLS", "best_rows", "cell_bounds", "cell_words", "combination_bounds", "okapi"]
+__all__ = ["CELLS", "Terms", "best_rows", "cell_bounds", "cell_terms", "combination_bounds", "okapi"]
 
 _COUNTS = f"word_counts -> {text_literal(r.SEARCHABLE_TEXT)}"
 CELLS = f"pgcatalog_cells(searchable_text, {_COUNTS})"
@@ -72,13 +87,16 @@ sure none is left."""
 MAX_READ = 5_000
 """Rows read before the walk gives up for the statement that scores every
 match: the query's other criteria keep few of the word's rows."""
-MAX_WORDS = 2
-"""The most words walked together: each more multiplies the combinations,
-and the rows holding three frequent words are few enough to score (at
-333,601 rows, three words held by about 60,000 rows each: 1,303 rows
-holding them all, scored in 36-49 ms, walked in 91-139)."""
+MAX_PARTS = 2
+"""The most parts ANDed walked together: each more multiplies the
+combinations, and the rows holding three frequent words are few enough to
+score (at 333,601 rows, three words held by about 60,000 rows each: 1,303
+rows holding them all, scored in 36-49 ms, walked in 91-139)."""
+MAX_COMMON = 3
+"""The most words held by more than :data:`FEW` rows among a query's (each
+set of them that meets every part is walked)."""
 WORDS_PAGE = 50
-"""The longest page of several words walked (the search box's are 10 or
+"""The longest page of anything but one word walked (the search box's are 10 or
 20): the last rows of a longer one score lower, past more combinations
 (the caller asks for no longer one: see ``search._best_rows``)."""
 MAX_COMBINATIONS = 1_024
@@ -88,21 +106,50 @@ _SEPARATOR = chr(31)
 """Between the cells' keys of a combination (no lexeme holds it)."""
 
 
-def cell_words(scored: Sequence[Any]) -> tuple[str, ...] | None:
-    """The words of a query whose relevance order *scored* (``Ordering.scored``)
-    the cells serve: one word of SearchableText, or up to :data:`MAX_WORDS`
-    different words ANDed; else None."""
+Terms = tuple[tuple[str, ...], ...]
+"""The words of a text query the cells serve: parts ANDed, each of words
+ORed (a glob is the OR of its words)."""
+
+
+def cell_terms(scored: Sequence[Any], expansions: Mapping[Glob, tuple[str, ...]]) -> Terms | None:
+    """The terms of a query whose relevance order *scored* (``Ordering.scored``)
+    the cells serve, its globs' words in *expansions*
+    (:func:`~plone.pgcatalog.expansions.words_of`): up to :data:`MAX_PARTS`
+    parts ANDed, each a word, a glob, or words and globs ORed; every word
+    once, :data:`~plone.pgcatalog.expansions.CELL_WORDS` at most; else None."""
     if len(scored) != 1 or scored[0].index.column != "searchable_text":
         return None
+    name = scored[0].index.name
+
+    def ored(node: Any) -> tuple[str, ...] | None:
+        kind, value = node.nodeType(), node.getValue()
+        if kind == "ATOM":
+            return (value,)
+        if kind == "GLOB":
+            return expansions.get((name, value))
+        if kind != "OR":
+            return None
+        found = [ored(child) for child in value]
+        return (
+            None
+            if any(words is None for words in found)
+            else tuple(w for words in found for w in words or ())
+        )
+
     tree = scored[0].tree
-    kind = tree.nodeType()
-    nodes = [tree] if kind == "ATOM" else tree.getValue() if kind == "AND" else []
-    if not nodes or len(nodes) > MAX_WORDS or any(node.nodeType() != "ATOM" for node in nodes):
+    parts = [ored(node) for node in (tree.getValue() if tree.nodeType() == "AND" else [tree])]
+    terms = tuple(part for part in parts if part is not None)
+    words = [word for part in terms for word in part]
+    if (
+        len(terms) < len(parts)
+        or len(terms) > MAX_PARTS
+        or len(words) > CELL_WORDS
+        or len(set(words)) < len(words)
+    ):
         return None
-    words = tuple(node.getValue() for node in nodes)
-    if len(set(words)) < len(words) or any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
+    if any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
         return None
-    return words
+    return terms
 
 
 def okapi(f: float, dl: float, meandoclen: float, idf1024: float) -> int:
@@ -183,97 +230,141 @@ _OKAPI = (
 )
 
 
+_SCORE = (
+    "(SELECT COALESCE(sum(pgcatalog_okapi("
+    f"COALESCE(({_COUNTS} -> 1 ->> u.lexeme)::float8, cardinality(u.positions)), ({_COUNTS} ->> 0)::float8,"
+    " %s::float8 / %s::float8, ln(1.0::float8 + %s::float8 / g.df) * 1024.0::float8)), 0)::bigint"
+    " FROM unnest(ts_filter(setweight(searchable_text, 'A', %s::text[]), '{a}')) AS u"
+    " JOIN unnest(%s::text[], %s::bigint[]) AS g(word, df) ON g.word = u.lexeme)"
+)
+"""A row's score for words ORed or ANDed: its words among them, each
+scored with its idf (as ``relevance`` scores a glob's words), added up."""
+
+# each cell's rows in turn (a nested loop over the keys, in order: OFFSET
+# 0 keeps the subquery apart, scanned for each key), so that LIMIT stops
+# the statement at the cell that fills the page; the query's other
+# criteria only filter the cell's rows (inside COALESCE the planner reads
+# no index for them: ANDed with the bitmap of every row a user may see, a
+# cell of 241 rows took 20 ms)
+_CELL_ROWS = (
+    "SELECT k.i, r.* FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL ("
+    "SELECT {score}, object_state.zoid, object_state.path"
+    f" FROM {ROWS} WHERE {CELLS} @> string_to_array(k.key, chr({ord(_SEPARATOR)}))"
+    " AND searchable_text IS NOT NULL AND COALESCE(({where}), false)"
+    " OFFSET 0) AS r"
+    " LIMIT %s"
+)
+
+
 def best_rows(
     read: Callable[[str, list], list[tuple]],
-    words: Sequence[str],
+    terms: Terms,
     where: str,
     params: list,
     documents: float,
     total: float,
     dfs: Sequence[int],
     needed: int,
-    tops: Callable[[], Sequence[int] | None] | None = None,
+    tops: Callable[[Sequence[str]], Sequence[int] | None] | None = None,
 ) -> list[tuple[int, str, int]] | None:
-    """The *needed* best ``(zoid, path, score)`` of the rows holding all
-    *words* in their SearchableText and matching *where* (with *params*),
-    best first, ties by record id, highest first; all of them where fewer
-    match.  *documents* and *total* (its words) are the index's
-    statistics, *dfs* the number of its rows holding each word; *tops()*
-    each word's highest frequency class (:mod:`~plone.pgcatalog.tops`;
-    asked for several words only; None: not known); *read(sql, params)* runs a statement
-    over the catalog rows.  None where a word is held by :data:`FEW` rows
-    or fewer, or where the walk read more than :data:`MAX_READ` rows
-    without an answer: the caller scores every match instead."""
-    if not all(dfs) or not documents:
+    """The *needed* best ``(zoid, path, score)`` of the rows holding
+    *terms* (:func:`cell_terms`) in their SearchableText and matching
+    *where* (with *params*), best first, ties by record id, highest first;
+    all of them where fewer match.  *documents* and *total* (its words)
+    are the index's statistics, *dfs* the number of its rows holding each
+    word of *terms* in order; *tops(words)* each word's highest frequency
+    class (:mod:`~plone.pgcatalog.tops`; asked for anything but one word;
+    None: not known); *read(sql, params)* runs a statement over the
+    catalog rows.  None where the statement that scores every match is as
+    quick (the words are held by :data:`FEW` rows or fewer), or where the
+    walk read more than :data:`MAX_READ` rows or crossed more than
+    :data:`MAX_COMBINATIONS` combinations without an answer."""
+    words = [word for part in terms for word in part]
+    held = dict(zip(words, dfs, strict=True))
+    parts = [tuple(word for word in part if held[word]) for part in terms]
+    if not all(parts) or not documents:
         return []
-    if min(dfs) <= FEW:
-        return None
     meandoclen = total / documents
-    idfs = [math.log(1.0 + documents / df) * 1024.0 for df in dfs]
-    score = " + ".join([_OKAPI] * len(words))
-    scored = [
-        p
-        for word, df in zip(words, dfs, strict=True)
-        for p in (word, word, lexeme(word), total, documents, documents, df)
-    ]
     if len(words) == 1:
         (word,) = words
-        cells: Iterator[tuple[int, str]] = (
-            (bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idfs[0])
-        )
-        best: list[tuple[int, int, str]] = []
-        most = None
-    else:
-        classes = tops() if tops is not None else None
-        if classes is None:
+        if held[word] <= FEW:
             return None
-        rare = _rare_rows(read, words, score, scored, where, params)
-        if rare is None:
-            return None
-        best = sorted(rare, reverse=True)[:needed]
-        cells = (
-            (bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True)))
-            for bound, lb, fbs in combination_bounds(meandoclen, idfs, classes)
-        )
-        most = MAX_COMBINATIONS
-    # each cell's rows in turn (a nested loop over the keys, in order: OFFSET
-    # 0 keeps the subquery apart, scanned for each key), so that LIMIT
-    # stops the statement at the cell that fills the page; the query's other
-    # criteria only filter the cell's rows (inside COALESCE the planner
-    # reads no index for them: ANDed with the bitmap of every row a user
-    # may see, a cell of 241 rows took 20 ms)
-    sql = (
-        "SELECT k.i, r.* FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL ("
-        f"SELECT {score}, object_state.zoid, object_state.path"
-        f" FROM {ROWS} WHERE {CELLS} @> string_to_array(k.key, chr({ord(_SEPARATOR)}))"
-        f" AND searchable_text IS NOT NULL AND COALESCE(({where}), false)"
-        " OFFSET 0) AS r"
-        " LIMIT %s"
-    )
-    return _walk(read, sql, [*scored, *params], cells, needed, best, len(words), most)
+        idf = math.log(1.0 + documents / held[word]) * 1024.0
+        sql = _CELL_ROWS.format(score=_OKAPI, where=where)
+        scored = [word, word, lexeme(word), total, documents, documents, held[word]]
+        cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf))
+        return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
+    common = [word for part in parts for word in part if held[word] > FEW]
+    few = [word for part in parts for word in part if held[word] <= FEW]
+    sets = _common_sets(parts, common)
+    if not sets or sum(held[word] for word in few) > MAX_READ:
+        return None  # (no set: every match holds a word of few rows, as quickly scored whole)
+    classes = tops(common) if tops is not None else None
+    if classes is None:
+        return None
+    scored = [total, documents, documents, words, words, [held[word] for word in words]]
+    first = _first_rows(read, parts, common, few, where, [*scored, *params])
+    if first is None:
+        return None
+    idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
+    top = dict(zip(common, classes, strict=True))
+
+    def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
+        for bound, lb, fbs in combination_bounds(
+            meandoclen, [idfs[w] for w in words], [top[w] for w in words]
+        ):
+            yield bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
+
+    cells = heapq.merge(*map(combinations_of, sets), key=lambda cell: -cell[0])
+    sql = _CELL_ROWS.format(score=_SCORE, where=where)
+    slack = max(map(len, sets))
+    return _walk(read, sql, [*scored, *params], cells, needed, first, slack, MAX_COMBINATIONS)
 
 
-def _rare_rows(
+def _common_sets(parts: Sequence[tuple[str, ...]], common: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each set of the *common* words that holds a word of every part: the
+    words of a row that holds none of the others (none where a part has
+    no common word, or where they are more than :data:`MAX_COMMON`)."""
+    if len(common) > MAX_COMMON:
+        return []
+    return [
+        words
+        for n in range(1, len(common) + 1)
+        for words in combinations(common, n)
+        if all(set(words) & set(part) for part in parts)
+    ]
+
+
+def _first_rows(
     read: Callable[[str, list], list[tuple]],
-    words: Sequence[str],
-    score: str,
-    scored: list,
+    parts: Sequence[tuple[str, ...]],
+    common: Sequence[str],
+    few: Sequence[str],
     where: str,
     params: list,
 ) -> list[tuple[int, int, str]] | None:
-    """``(score, zoid, path)`` of the rows holding all *words* and matching
-    *where*, one of the words at a rare frequency (which no combination
-    reads); None where they are more than :data:`MAX_READ`."""
+    """``(score, zoid, path)`` of the rows matching the *parts* and
+    *where* that no combination of the *common* words reads: those
+    holding one of the *few* words, or a common one at a rare frequency;
+    None where they are more than :data:`MAX_READ`.  *params*: the
+    score's, then *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
-    keys = [f"{fb} 0 {word}" for word in words for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
+    keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
+    reached, reached_params = (
+        f"{CELLS} && %s::text[]",
+        [keys, *([" | ".join(map(lexeme, few))] if few else [])],
+    )
+    if few:
+        reached = f"({reached} OR searchable_text @@ %s::tsquery)"
+    matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
+    score_params, where_params = params[:6], params[6:]
     sql = (
-        f"SELECT {score}, object_state.zoid, object_state.path FROM {ROWS}"
-        f" WHERE {CELLS} && %s::text[] AND searchable_text IS NOT NULL"
+        f"SELECT {_SCORE}, object_state.zoid, object_state.path FROM {ROWS}"
+        f" WHERE searchable_text IS NOT NULL AND {reached}"
         f" AND COALESCE(searchable_text @@ %s::tsquery AND ({where}), false) LIMIT %s"
     )
-    held = " & ".join(lexeme(word) for word in words)
-    rows = read(sql, [*scored, keys, held, *params, MAX_READ + 1])
-    return None if len(rows) > MAX_READ else [tuple(row) for row in rows]
+    rows = read(sql, [*score_params, *reached_params, matched, *where_params, MAX_READ + 1])
+    return None if len(rows) > MAX_READ else sorted(map(tuple, rows), reverse=True)
 
 
 def _walk(
@@ -282,16 +373,19 @@ def _walk(
     head: list,
     cells: Iterator[tuple[int, str]],
     needed: int,
-    best: list[tuple[int, int, str]],
+    first: list[tuple[int, int, str]],
     slack: int,
     most: int | None,
 ) -> list[tuple[int, str, int]] | None:
     """The walk of :func:`best_rows` over *cells* (``(bound, keys)``, best
-    bound first) from the rows *best* already found (``(score, zoid,
-    path)``, best first); *slack*: the bound's rounding (one a word);
-    *most*: the cells it may cross before it gives up (None: all)."""
+    bound first) from the rows *first* already found (``(score, zoid,
+    path)``, best first); a row found again counts once; *slack*: the
+    bound's rounding (one a word); *most*: the cells it may cross before
+    it gives up (None: all)."""
     queued: deque[tuple[int, str]] = deque()  # cells to read before the next ones
-    batch, whole, read_rows, crossed = FIRST_BATCH, False, len(best), 0
+    batch, whole, read_rows, crossed = FIRST_BATCH, False, len(first), 0
+    seen = {zoid for _, zoid, _ in first}
+    best = first[:needed]
     while True:
         # once the page is full, only cells that may beat its last row
         # (the bound is Python's float arithmetic: one more a word for its rounding)
@@ -321,5 +415,9 @@ def _walk(
             queued.extendleft(reversed(keys[cut - 1 :]))
             rows = [row for row in rows if row[0] < cut]
             whole = True
-        best = sorted([*best, *((score, zoid, path) for _, score, zoid, path in rows)], reverse=True)[:needed]
+        for _, score, zoid, path in rows:
+            if zoid not in seen:
+                seen.add(zoid)
+                best.append((score, zoid, path))
+        best = sorted(best, reverse=True)[:needed]
         batch *= _GROWTH

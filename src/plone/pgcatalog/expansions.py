@@ -14,7 +14,8 @@ kept per expansion).
 A glob stays one where that is not the same: where it expands to nothing
 or to more than :data:`MAX_WORDS` words, and in a transaction with
 catalog changes of its own (their new words reach the lexicon at the
-commit).
+commit).  Its words are read up to :data:`CELL_WORDS` all the same: the
+text's cells may serve them (:func:`~plone.pgcatalog.cells.cell_terms`).
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ from Products.ZCTextIndex import ParseTree
 from typing import Any
 
 
-__all__ = ["Glob", "MAX_WORDS", "expand", "globs_of", "words_of"]
+__all__ = ["CELL_WORDS", "Glob", "MAX_WORDS", "expand", "globs_of", "words_of"]
 
 MAX_WORDS = 8
 """The most words a glob is compiled as (a prefix of one letter stands for
 thousands)."""
+CELL_WORDS = 64
+"""The most words of a glob read for the text's cells (a three-letter
+prefix of a common word stands for it and for dozens of rare ones)."""
 
 Glob = tuple[str, str]
 """A glob of a query: its text index's name and its pattern."""
@@ -64,7 +68,7 @@ _WORDS = f"""SELECT g.n, w.word
     SELECT word FROM pgcatalog_words
      WHERE index_name = g.index_name AND word >= g.prefix AND word <= g.prefix || chr(1114111)
        AND starts_with(word, g.prefix) AND (g.pattern IS NULL OR word LIKE g.pattern)
-     ORDER BY word LIMIT {MAX_WORDS + 1}) AS w"""
+     ORDER BY word LIMIT {CELL_WORDS + 1}) AS w"""
 """Each glob's first words in the lexicon, by the glob's number (1, 2, ...):
 a range of its key (no word goes past U+10FFFF), as ``Lexicon.globToWordIds``
 finds them."""
@@ -74,7 +78,7 @@ def words_of(
     read: Callable[[str, list], Sequence[tuple]], globs: Sequence[Glob]
 ) -> dict[Glob, tuple[str, ...]]:
     """The words each of *globs* expands to, where they are one to
-    :data:`MAX_WORDS`; *read(sql, params)* runs a statement."""
+    :data:`CELL_WORDS`; *read(sql, params)* runs a statement."""
     rows = read(
         _WORDS,
         [[index for index, _ in globs], [glob_prefix(p) for _, p in globs], [glob_like(p) for _, p in globs]],
@@ -83,19 +87,20 @@ def words_of(
     for number, word in rows:
         words.setdefault(number, []).append(word)
     return {
-        glob: tuple(words[n]) for n, glob in enumerate(globs, 1) if 0 < len(words.get(n, ())) <= MAX_WORDS
+        glob: tuple(words[n]) for n, glob in enumerate(globs, 1) if 0 < len(words.get(n, ())) <= CELL_WORDS
     }
 
 
 def expand(tree: Any, index: str, expansions: Mapping[Glob, tuple[str, ...]]) -> Any:
     """*tree* (of the text index named *index*) with each glob that
-    *expansions* knows as the ``OR`` of its words (the word, where one)."""
+    *expansions* knows as the ``OR`` of its words (the word, where one),
+    where they are :data:`MAX_WORDS` at most."""
     if not expansions:
         return tree
     kind, value = tree.nodeType(), tree.getValue()
     if kind == "GLOB":
         words = expansions.get((index, value))
-        if not words:
+        if not words or len(words) > MAX_WORDS:
             return tree
         atoms = [ParseTree.AtomNode(word) for word in words]
         return atoms[0] if len(atoms) == 1 else ParseTree.OrNode(atoms)

@@ -22,7 +22,8 @@ from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog import cells
 from plone.pgcatalog.cells import best_rows
-from plone.pgcatalog.cells import cell_words
+from plone.pgcatalog.cells import cell_terms
+from plone.pgcatalog.cells import Terms
 from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.expansions import globs_of
 from plone.pgcatalog.expansions import words_of
@@ -134,10 +135,11 @@ class Plan:
     count_key: Hashable | None  # counts.statement_key of where
     ranked: tuple[str, list] | None  # relevance.ranked_sql over the committed rows, for a text query
     spec: list[tuple[r.IndexDef, bool]]  # sort_spec of the query
-    # a full-text query of a word, or of words ANDed, ordered by relevance:
-    # the words, and the WHERE (with its parameters) of the query's other
-    # criteria, whose best matches come from the text's cells (cells.best_rows)
-    cells: tuple[tuple[str, ...], str, list] | None = None
+    # a full-text query the text's cells serve (cells.cell_terms), ordered
+    # by relevance: its terms, and the WHERE (with its parameters) of the
+    # query's other criteria, whose best matches come from the text's
+    # cells (cells.best_rows)
+    cells: tuple[Terms, str, list] | None = None
     # the globs of a query ordered by relevance, to compile as the words
     # they expand to (expansions.py)
     globs: tuple[Glob, ...] = ()
@@ -147,21 +149,25 @@ class Plan:
 
 
 def _cells_plan(
-    ordering: Ordering, rest: Callable[[], Statement | None]
-) -> tuple[tuple[str, ...], str, list] | None:
+    ordering: Ordering, rest: Callable[[], Statement | None], expansions: Mapping[Glob, tuple[str, ...]]
+) -> tuple[Terms, str, list] | None:
     """:attr:`Plan.cells` of a query, None where it is no SearchableText
-    query of words the cells serve (:func:`~plone.pgcatalog.cells.cell_words`)
-    ordered by relevance; *rest* compiles the query without its
-    SearchableText criterion (None: no other criterion)."""
-    words = cell_words(ordering.scored)
-    if words is None:
+    query the cells serve (:func:`~plone.pgcatalog.cells.cell_terms`, its
+    globs' words in *expansions*) ordered by relevance; *rest* compiles
+    the query without its SearchableText criterion (None: no other
+    criterion)."""
+    terms = cell_terms(ordering.scored, expansions)
+    if terms is None:
         return None
     others = rest()
-    return (words, CATALOGED, []) if others is None else (words, others.where_sql(), others.params)
+    return (terms, CATALOGED, []) if others is None else (terms, others.where_sql(), others.params)
 
 
 def _plan(
-    spec: list[tuple[r.IndexDef, bool]], stmt: Statement | None, rest: Callable[[], Statement | None]
+    spec: list[tuple[r.IndexDef, bool]],
+    stmt: Statement | None,
+    rest: Callable[[], Statement | None],
+    expansions: Mapping[Glob, tuple[str, ...]],
 ) -> Plan | None:
     if stmt is None:
         return None
@@ -179,7 +185,7 @@ def _plan(
         statement_key(where, stmt.params),
         ranked,
         spec,
-        _cells_plan(ordering, rest),
+        _cells_plan(ordering, rest, expansions),
         globs_of(ordering.scored),
         given,
     )
@@ -207,7 +213,9 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             # matches something matches something)
             return build(canonical(others), defs, lexicons, catalog.path)
 
-        return _plan(spec, build(canonical(query), defs, lexicons, catalog.path, expansions), rest)
+        return _plan(
+            spec, build(canonical(query), defs, lexicons, catalog.path, expansions), rest, expansions or {}
+        )
 
     try:
         plan = compiled(catalog.tool, query, defs, catalog.lexicons, catalog.path, make)
@@ -370,22 +378,23 @@ MAX_BEST = 1000
 
 
 def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
-    """The first *needed* rows of a full-text query of words the cells
-    serve, in relevance order, from the text's cells
+    """The first *needed* rows of a full-text query the cells serve
+    (:func:`~plone.pgcatalog.cells.cell_terms`), in relevance order, from the text's cells
     (:mod:`~plone.pgcatalog.cells`), or None where they do not serve:
     another query, this transaction's own changes (its rows are laid over
     the table, which the cells index), or a walk that read too many rows."""
     if plan.cells is None or has_changes(get_pending()):
         return None
-    words, where, params = plan.cells
+    terms, where, params = plan.cells
+    words = [word for part in terms for word in part]
     if len(words) > 1 and needed > cells.WORDS_PAGE:
         return None  # (before any round trip: every match is scored)
     tool, site = catalog.tool, catalog.site
     text = catalog.indexes[r.SEARCHABLE_TEXT]
     keys = [statement_key(*word_holding(text, word)) for word in words]
-    known = [remembered_count(tool, site, key) for key in keys]
-    if any(n is not None and n <= cells.FEW for n in known):  # (the rows are scored whole: no round trip)
-        return None
+    known = dict(zip(words, (remembered_count(tool, site, key) for key in keys), strict=True))
+    if any(all(n is not None and n <= cells.FEW for n in map(known.get, part)) for part in terms):
+        return None  # (every match holds a word of few rows: scored whole, with no round trip)
     # the rows holding each word (its df), the index's statistics, and the
     # generation of what the walk reads: a walk takes a statement per batch
     # of cells, and is kept until that changes
@@ -407,17 +416,18 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     walk = partial(
         best_rows,
         partial(_read_rows, catalog),
-        words,
+        terms,
         where,
         params,
         documents,
         total,
         dfs,
         needed,
-        partial(top_classes, tool, site, text, words),
+        partial(top_classes, tool, site, text),
     )
-    page = statement_key(where, [*params, *words, needed])
-    best = kept_rows(tool, site, page, now, walk) if min(dfs) > cells.FEW else walk()
+    # (a part's words joined by a character no word holds)
+    page = statement_key(where, [*params, *(chr(31).join(part) for part in terms), needed])
+    best = kept_rows(tool, site, page, now, walk) if max(dfs) > cells.FEW else walk()
     if not best:
         return None if best is None else []
     a, b = plan.stmt.scale
