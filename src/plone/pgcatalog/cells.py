@@ -28,12 +28,12 @@ typed) score the sum of each word's score, and a row's words all share
 its length's class: such a row is in one *combination* of cells, one a
 word at the same length class, which GIN finds by the cells' keys
 together.  A combination's bound is the sum of its cells' bounds, and the
-walk reads combinations as it reads cells.  Most combinations are empty,
-and a walk crossing them all would cost more than scoring every match: so
-each word's combinations stop at the highest frequency class any row
-holds it at (:mod:`~plone.pgcatalog.tops`), and the rows holding one of
-the words at a rare frequency (no length class) are read first, all of
-them.
+walk reads combinations as it reads cells.  Most cells and combinations
+are empty (no row that short holds the word that often), and a walk
+crossing them would cost more than scoring every match: so each of a
+word's frequency classes begins at the first length class any row holds
+it at (:mod:`~plone.pgcatalog.tops`), and the rows holding one of the
+words at a rare frequency (no length class) are read first, all of them.
 
 A glob (what the search box sends for the word typed last) scores the sum
 of its words' scores, and a three-letter prefix of a common word stands
@@ -64,6 +64,7 @@ from plone.pgcatalog.schema import RARE_FREQUENCY
 from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.text import lexeme
 from plone.pgcatalog.text import MAX_LEXEME_BYTES
+from plone.pgcatalog.tops import Lengths
 from plone.pgcatalog.values import text_literal
 from typing import Any
 
@@ -164,63 +165,64 @@ def _range(edges: tuple[int, ...], bucket: int) -> tuple[float, float]:
     return low, high
 
 
-def cell_bounds(meandoclen: float, idf1024: float) -> Iterator[tuple[int, int, int]]:
-    """``(bound, f bucket, length bucket)`` of every cell, best bound first:
-    a walk over the grid from its best corner (highest frequency, shortest
-    rows), each cell after those that bound it.  A rare frequency's class
-    is one cell (length bucket 0)."""
-    top_f, rare = len(FREQUENCY_EDGES), FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
+def _bound(meandoclen: float, idf1024: float, fb: int, lb: int) -> int:
+    """The best score of a row in the cell (*fb*, *lb*): its highest
+    frequency, its shortest length."""
+    f = _range(FREQUENCY_EDGES, fb)[1]
+    if math.isinf(f):
+        return math.trunc(2.2 * idf1024 + 0.5)  # (f / (f + k) tends to 1)
+    return okapi(f, _range(LENGTH_EDGES, lb)[0], meandoclen, idf1024)
 
-    def bound(fb: int, lb: int) -> int:
-        f = _range(FREQUENCY_EDGES, fb)[1]
-        dl = _range(LENGTH_EDGES, lb)[0]
-        if math.isinf(f):
-            return math.trunc(2.2 * idf1024 + 0.5)  # (f / (f + k) tends to 1)
-        return okapi(f, dl, meandoclen, idf1024)
 
-    start = (top_f, 0)
-    heap = [(-bound(*start), *start)]
-    seen = {start}
-    while heap:
-        negative, fb, lb = heapq.heappop(heap)
-        yield -negative, fb, lb
-        for cell in ((fb - 1, lb), (fb, lb + 1) if fb < rare else (0, 0)):
-            if cell[0] >= 1 and cell[1] <= len(LENGTH_EDGES) and cell not in seen:
-                seen.add(cell)
-                heapq.heappush(heap, (-bound(*cell), *cell))
+def cell_bounds(meandoclen: float, idf1024: float, lengths: Lengths) -> Iterator[tuple[int, int, int]]:
+    """``(bound, f bucket, length bucket)`` of the cells of a word that
+    begins at *lengths* (:mod:`~plone.pgcatalog.tops`), best bound first:
+    each rare frequency's class (one cell, length bucket 0), then the
+    combinations of the word alone."""
+    rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
+    rares = [(_bound(meandoclen, idf1024, fb, 0), fb, 0) for fb in range(len(FREQUENCY_EDGES), rare - 1, -1)]
+    others = ((bound, fbs[0], lb) for bound, lb, fbs in combination_bounds(meandoclen, [idf1024], [lengths]))
+    return heapq.merge(rares, others, key=lambda cell: -cell[0])
 
 
 def combination_bounds(
-    meandoclen: float, idfs: Sequence[float], tops: Sequence[int]
+    meandoclen: float, idfs: Sequence[float], lengths: Sequence[Lengths]
 ) -> Iterator[tuple[int, int, tuple[int, ...]]]:
-    """``(bound, length bucket, frequency buckets)`` of every combination
-    of the words' cells at one length class (each word's *idf* and *top*
-    frequency class in order), best bound first: a walk from the shortest
-    rows and each word's top class below the rare frequencies."""
-    rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
-    highest = tuple(min(top, rare - 1) for top in tops)
-    if not highest or min(highest) < 1:
-        return
+    """``(bound, length bucket, frequency buckets)`` of the combinations of
+    the words' cells at one length class (each word's *idf* and
+    :data:`~plone.pgcatalog.tops.Lengths` in order) that may hold rows,
+    best bound first: each frequency class of a word from the first length
+    class a row holds it at (the rare frequencies have none)."""
+
+    def held(word: int, lb: int, below: int) -> int:
+        """The word's highest frequency class under *below* held at lengths up to *lb* (0: none)."""
+        return next((fb for fb in range(below - 1, 0, -1) if 0 < lengths[word][fb - 1] <= lb), 0)
 
     def bound(lb: int, fbs: tuple[int, ...]) -> int:
-        dl = _range(LENGTH_EDGES, lb)[0]
-        return sum(
-            okapi(_range(FREQUENCY_EDGES, fb)[1], dl, meandoclen, idf)
-            for fb, idf in zip(fbs, idfs, strict=True)
-        )
+        return sum(_bound(meandoclen, idf, fb, lb) for fb, idf in zip(fbs, idfs, strict=True))
 
-    start = (1, highest)
-    heap = [(-bound(*start), *start)]
-    seen = {start}
+    heap: list[tuple[int, int, tuple[int, ...]]] = []
+    seen: set[tuple[int, tuple[int, ...]]] = set()
+
+    def push(lb: int, fbs: tuple[int, ...]) -> None:
+        if (lb, fbs) not in seen:
+            seen.add((lb, fbs))
+            heapq.heappush(heap, (-bound(lb, fbs), lb, fbs))
+
+    top = len(lengths[0]) + 1 if lengths else 0
+    for lb in range(1, len(LENGTH_EDGES) + 1):  # (each length class from its best combination)
+        fbs = tuple(held(word, lb, top) for word in range(len(lengths)))
+        if fbs and all(fbs):
+            push(lb, fbs)
     while heap:
         negative, lb, fbs = heapq.heappop(heap)
         yield -negative, lb, fbs
-        after = [(lb + 1, fbs)] if lb < len(LENGTH_EDGES) else []
-        after += [(lb, (*fbs[:i], fb - 1, *fbs[i + 1 :])) for i, fb in enumerate(fbs) if fb > 1]
-        for cell in after:
-            if cell not in seen:
-                seen.add(cell)
-                heapq.heappush(heap, (-bound(*cell), *cell))
+        if lb < len(LENGTH_EDGES):
+            push(lb + 1, fbs)
+        for word, fb in enumerate(fbs):
+            lower = held(word, lb, fb)
+            if lower:
+                push(lb, (*fbs[:word], lower, *fbs[word + 1 :]))
 
 
 _F = f"COALESCE(({_COUNTS} -> 1 ->> %s)::float8, pgcatalog_occurrences(searchable_text, %s, %s::tsquery))"
@@ -265,17 +267,16 @@ def best_rows(
     total: float,
     dfs: Sequence[int],
     needed: int,
-    tops: Callable[[Sequence[str]], Sequence[int] | None] | None = None,
+    lengths: Callable[[Sequence[str]], Sequence[Lengths] | None],
 ) -> list[tuple[int, str, int]] | None:
     """The *needed* best ``(zoid, path, score)`` of the rows holding
     *terms* (:func:`cell_terms`) in their SearchableText and matching
     *where* (with *params*), best first, ties by record id, highest first;
     all of them where fewer match.  *documents* and *total* (its words)
     are the index's statistics, *dfs* the number of its rows holding each
-    word of *terms* in order; *tops(words)* each word's highest frequency
-    class (:mod:`~plone.pgcatalog.tops`; asked for anything but one word;
-    None: not known); *read(sql, params)* runs a statement over the
-    catalog rows.  None where the statement that scores every match is as
+    word of *terms* in order; *lengths(words)* where each word's cells
+    begin (:func:`~plone.pgcatalog.tops.first_lengths`; None: not known);
+    *read(sql, params)* runs a statement over the catalog rows.  None where the statement that scores every match is as
     quick (the words are held by :data:`FEW` rows or fewer), or where the
     walk read more than :data:`MAX_READ` rows or crossed more than
     :data:`MAX_COMBINATIONS` combinations without an answer."""
@@ -287,19 +288,20 @@ def best_rows(
     meandoclen = total / documents
     if len(words) == 1:
         (word,) = words
-        if held[word] <= FEW:
+        found = lengths(words) if held[word] > FEW else None
+        if found is None:
             return None
         idf = math.log(1.0 + documents / held[word]) * 1024.0
         sql = _CELL_ROWS.format(score=_OKAPI, where=where)
         scored = [word, word, lexeme(word), total, documents, documents, held[word]]
-        cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf))
+        cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
     common = [word for part in parts for word in part if held[word] > FEW]
     few = [word for part in parts for word in part if held[word] <= FEW]
     sets = _common_sets(parts, common)
     if not sets or sum(held[word] for word in few) > MAX_READ:
         return None  # (no set: every match holds a word of few rows, as quickly scored whole)
-    classes = tops(common) if tops is not None else None
+    classes = lengths(common)
     if classes is None:
         return None
     scored = [total, documents, documents, words, words, [held[word] for word in words]]
@@ -307,11 +309,11 @@ def best_rows(
     if first is None:
         return None
     idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
-    top = dict(zip(common, classes, strict=True))
+    begins = dict(zip(common, classes, strict=True))
 
     def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
         for bound, lb, fbs in combination_bounds(
-            meandoclen, [idfs[w] for w in words], [top[w] for w in words]
+            meandoclen, [idfs[w] for w in words], [begins[w] for w in words]
         ):
             yield bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
 

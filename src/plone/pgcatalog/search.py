@@ -64,7 +64,9 @@ from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
 from plone.pgcatalog.frequencies import document_frequencies
 from plone.pgcatalog.frequencies import holding as word_holding
-from plone.pgcatalog.tops import top_classes
+from plone.pgcatalog.tops import first_lengths
+from plone.pgcatalog.tops import Lengths
+from plone.pgcatalog.tops import lengths_statement
 from plone.pgcatalog.relevance import counted_words
 from plone.pgcatalog.relevance import GIVEN_DF
 from plone.pgcatalog.relevance import ranked_sql
@@ -395,24 +397,50 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     known = dict(zip(words, (remembered_count(tool, site, key) for key in keys), strict=True))
     if any(all(n is not None and n <= cells.FEW for n in map(known.get, part)) for part in terms):
         return None  # (every match holds a word of few rows: scored whole, with no round trip)
-    # the rows holding each word (its df), the index's statistics, and the
-    # generation of what the walk reads: a walk takes a statement per batch
-    # of cells, and is kept until that changes
+    # the rows holding each word (its df), where the cells of those that
+    # may be common begin, the index's statistics, and the generation of
+    # what the walk reads: a walk takes a statement per batch of cells,
+    # and is kept until that changes
     counted = [
         count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
         for word, key in zip(words, keys, strict=True)
     ]
-    dfs_sql = ", ".join(f"({sql}) AS df{n}" for n, (sql, _, _) in enumerate(counted))
+    # (those known to be held by few rows are scored whole: not walked)
+    maybe_common = [word for word, n in known.items() if n is None or n > cells.FEW]
+    begun = {
+        word: statement
+        for word in maybe_common
+        for statement in [lengths_statement(tool, site, text, word)]
+        if statement is not None
+    }
+    statements = [(sql, statement_params) for sql, statement_params, _ in [*counted, *begun.values()]]
     found = read(
         tool,
-        f"SELECT * FROM {dfs_sql}, ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
-        [*(p for _, count_params, _ in counted for p in count_params), r.SEARCHABLE_TEXT],
+        "SELECT * FROM "
+        + ", ".join(f"({sql}) AS pgcatalog_w{n}" for n, (sql, _) in enumerate(statements))
+        + f", ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
+        [*(p for _, statement_params in statements for p in statement_params), r.SEARCHABLE_TEXT],
         site=site,
     )
     if not found:
         return None
-    dfs = [made(found[0][3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(counted)]
-    documents, total, now = found[0][3 * len(words) :]
+    row = found[0]
+    dfs = [made(row[3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(counted)]
+    begins = {
+        word: made(row[3 * n : 3 * n + 3])
+        for n, (word, (_, _, made)) in enumerate(begun.items(), len(counted))
+    }
+    documents, total, now = row[3 * len(statements) :]
+
+    def lengths(asked: Sequence[str]) -> Sequence[Lengths] | None:
+        missing = [word for word in asked if word not in begins]
+        if missing:
+            more = first_lengths(tool, site, text, missing)
+            if more is None:
+                return None
+            begins.update(zip(missing, more, strict=True))
+        return [begins[word] for word in asked]
+
     walk = partial(
         best_rows,
         partial(_read_rows, catalog),
@@ -423,7 +451,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         total,
         dfs,
         needed,
-        partial(top_classes, tool, site, text),
+        lengths,
     )
     # (a part's words joined by a character no word holds)
     page = statement_key(where, [*params, *(chr(31).join(part) for part in terms), needed])

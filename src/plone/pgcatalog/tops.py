@@ -1,24 +1,29 @@
-"""Each word's highest frequency class in the text's cells (below the rare
-ones, which have no length class), remembered.
+"""Where each word's cells begin: for each frequency class below the rare
+ones (which have no length class), the shortest length class at which a
+catalog row holds the word, remembered.
 
-A walk over several words' cells (:func:`~plone.pgcatalog.cells.best_rows`)
-reads the combinations of their cells best bound first; most are empty
-(no row holds the word that often), and crossing them would cost more than
-scoring every match.  So each word's combinations stop at the highest
-frequency class (``schema.FREQUENCY_EDGES``) any catalog row holds it at.
+A walk over the text's cells (:func:`~plone.pgcatalog.cells.best_rows`)
+reads cells best bound first, and the best bounds are those of the
+shortest rows holding a word often: most of those cells are empty (a
+word of a site's titles is held by rows of 20 to 60 words, once to four
+times), and crossing them cost more statements than reading the rows.  So
+a walk starts each frequency class at the first length class any row
+holds the word at, and skips the classes none does.
 
-The class is found the first time through the cells' index: one probe a
-class, from the highest down, each over the class's keys at every length,
-until a row is found.  Then it is remembered, as counts are
-(:mod:`~plone.pgcatalog.counts`), with the generation it was read at, and
-brought up to date from the change log: the highest class of the rows the
-commits since wrote, as they are now.  A row that lost the word, or left,
-leaves the class where it was: a class above what any row holds only
-loosens the bound, and the walk stays exact.
+They are found the first time through the cells' index: for each class,
+one probe over its keys at every length, then one a length class from the
+shortest until a row is found.  Then they are remembered, as counts are
+(:mod:`~plone.pgcatalog.counts`), with the generation they were read at,
+and brought up to date from the change log: the cells of the rows the
+commits since wrote, as they are now, can only lower a class's first
+length (or open a class).  A row that lost the word, or left, leaves them
+where they were: a length class below what any row holds only loosens the
+bound, and the walk stays exact.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.changes import ALL
@@ -40,76 +45,100 @@ from plone.pgcatalog.values import text_literal
 from typing import Any
 
 
-__all__ = ["top_classes"]
+__all__ = ["Lengths", "clear", "first_lengths", "lengths_statement"]
 
-_tops = Remembered(SIZE)
-"""Each word's class by :func:`~plone.pgcatalog.counts.unchanged_key`:
-(generation, (class, stamp of the commit it was read at))."""
+Lengths = tuple[int, ...]
+"""A word's first length class at each frequency class from 1 below the
+rare ones (0: no row holds it at that class)."""
 
-_EDGES = "'{" + ",".join(map(str, FREQUENCY_EDGES)) + "}'::int[]"
-_RARE = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
+_lengths: Remembered = Remembered(SIZE)
+"""Each word's :data:`Lengths` by :func:`~plone.pgcatalog.counts.unchanged_key`:
+(generation, (lengths, stamp of the commit they were read at))."""
+
+_CLASSES = FREQUENCY_EDGES.index(RARE_FREQUENCY)
+"""The frequency classes with a length class (1 to this)."""
 _COUNTS = f"word_counts -> {text_literal(r.SEARCHABLE_TEXT)}"
 _CELLS = f"pgcatalog_cells(searchable_text, {_COUNTS})"
+_FREQUENCIES = "'{" + ",".join(map(str, FREQUENCY_EDGES)) + "}'::int[]"
+_LENGTHS = "'{" + ",".join(map(str, LENGTH_EDGES)) + "}'::int[]"
 
-_CLASS = (
+_CELL = (
     f"width_bucket(GREATEST(COALESCE(({_COUNTS} -> 1 ->> %s)::float8::int,"
-    f" pgcatalog_occurrences(searchable_text, %s, %s::tsquery)), 1), {_EDGES}) AS top_class"
+    f" pgcatalog_occurrences(searchable_text, %s, %s::tsquery)), 1), {_FREQUENCIES}) AS fb,"
+    f" width_bucket(COALESCE(({_COUNTS} ->> 0)::float8::int, 0), {_LENGTHS}) AS lb"
 )
-"""A row's class of the word (``pgcatalog_cells``' arithmetic)."""
+"""A row's cell of the word (``pgcatalog_cells``' arithmetic)."""
 
+_HELD = f"SELECT FROM {ROWS} WHERE searchable_text IS NOT NULL AND {_CELLS}"
 _PROBE = (
-    f"(SELECT fb FROM generate_series({_RARE - 1}, 1, -1) AS fb"
-    f" WHERE EXISTS (SELECT FROM {ROWS} WHERE searchable_text IS NOT NULL AND {_CELLS}"
-    f" && ARRAY(SELECT fb || ' ' || lb || ' ' || %s FROM generate_series(1, {len(LENGTH_EDGES)}) AS lb))"
-    " LIMIT 1)"
+    "(SELECT array_agg(COALESCE(l.lb, 0) ORDER BY c.fb)"
+    f" FROM generate_series(1, {_CLASSES}) AS c(fb) CROSS JOIN LATERAL (SELECT CASE"
+    f" WHEN EXISTS ({_HELD} && ARRAY(SELECT c.fb || ' ' || lb || ' ' || %s"
+    f" FROM generate_series(1, {len(LENGTH_EDGES)}) AS lb))"
+    # (a function scan's rows come in order: LIMIT stops at the first held)
+    f" THEN (SELECT lb FROM generate_series(1, {len(LENGTH_EDGES)}) AS lb"
+    f" WHERE EXISTS ({_HELD} @> ARRAY[c.fb || ' ' || lb || ' ' || %s]) LIMIT 1) END) AS l(lb))"
 )
-"""The highest class below the rare ones held (NULL: none), found through
-the cells' index."""
+"""Each class's first length class (0: none), found through the cells' index."""
 
 
-def _statement(catalog: Any, site: str, index: r.IndexDef, word: str) -> tuple[str, list, Any] | None:
-    """The statement of one word's class, its parameters and its key."""
+def lengths_statement(
+    catalog: Any, site: str, index: r.IndexDef, word: str
+) -> tuple[str, list, Callable[[Sequence[Any]], Lengths]] | None:
+    """The statement of *word*'s :data:`Lengths` in the text *index* of
+    the catalog rows of tool *catalog* (its site at *site*): its SQL (a row
+    of three columns), its parameters, and what makes the lengths of that
+    row (and remembers them); None in a transaction with catalog changes
+    of its own (its rows are not in the cells)."""
     where, where_params = holding(index, word)
-    key = unchanged_key(catalog, site, ("top", statement_key(where, where_params)))
+    key = unchanged_key(catalog, site, ("lengths", statement_key(where, where_params)))
     if key is None:
         return None
-    known_generation, (top, stamp) = _tops.get(key) or (None, (None, None))
+    known_generation, (lengths, stamp) = _lengths.get(key) or (None, (None, None))
     since, signed, signed_params = signed_rows(
-        _CLASS, where, [word, word, lexeme(word), *where_params], site, stamp
+        _CELL, where, [word, word, lexeme(word), *where_params], site, stamp
     )
     generation = generation_sql(frozenset({index.changes}))
+    # the rows written since, as they are now: each class's shortest
+    lowered = (
+        "(SELECT array_agg(LEAST(NULLIF(k.lb, 0), s.lb) ORDER BY k.fb)"
+        " FROM unnest(%s::int[]) WITH ORDINALITY AS k(lb, fb)"
+        " LEFT JOIN (SELECT fb, min(lb) AS lb FROM pgcatalog_signed WHERE sign > 0 GROUP BY fb) AS s"
+        " ON s.fb = k.fb)"
+    )
     sql = (
         f"WITH {since},\npgcatalog_signed AS MATERIALIZED ({signed})\n"
-        f"SELECT CASE WHEN {generation} = %s THEN %s::int"
+        f"SELECT CASE WHEN {generation} = %s THEN %s::int[]"
         f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {_PROBE}"
-        " ELSE GREATEST(%s::int, (SELECT max(top_class) FROM pgcatalog_signed"
-        f" WHERE sign > 0 AND top_class < {_RARE})) END,"
+        f" ELSE {lowered} END,"
         f" {generation}, (SELECT stamp FROM {SINCE})"
     )
-    return sql, [*signed_params, known_generation, top, word, top], key
+    known = list(lengths) if lengths is not None else None
+
+    def made(row: Sequence[Any]) -> Lengths:
+        found, made_at, made_stamp = row
+        answer = tuple(lb or 0 for lb in found) if found else (0,) * _CLASSES
+        _lengths.put(key, made_at, (answer, made_stamp))
+        return answer
+
+    return sql, [*signed_params, known_generation, known, word, word, known], made
 
 
-def top_classes(catalog: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[int] | None:
-    """The highest frequency class below the rare ones at which a catalog
-    row of tool *catalog* (its site at *site*) holds each of *words* in its
-    text *index*, in order (0 where none does), in one statement; None in a transaction
-    with catalog changes of its own (its rows are not in the cells)."""
-    found = [_statement(catalog, site, index, word) for word in words]
+def first_lengths(catalog: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[Lengths] | None:
+    """The :data:`Lengths` of each of *words* (:func:`lengths_statement`),
+    in order, in one statement; None in a transaction with catalog changes
+    of its own."""
+    found = [lengths_statement(catalog, site, index, word) for word in words]
     statements = [statement for statement in found if statement is not None]
     if len(statements) < len(found):
         return None
     sql = "SELECT * FROM " + " CROSS JOIN ".join(
-        f"({s[0]}) AS pgcatalog_top{n}" for n, s in enumerate(statements)
+        f"({s[0]}) AS pgcatalog_lengths{n}" for n, s in enumerate(statements)
     )
     row = read(catalog, sql, [p for s in statements for p in s[1]], site=site)[0]
-    classes = []
-    for n, (_, _, key) in enumerate(statements):
-        top, made_at, stamp = row[3 * n : 3 * n + 3]
-        _tops.put(key, made_at, (top, stamp))
-        classes.append(top or 0)
-    return classes
+    return [made(row[3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(statements)]
 
 
 def clear() -> None:
-    """Forget every class (tests start from nothing)."""
-    _tops.clear()
+    """Forget every word's lengths (tests start from nothing)."""
+    _lengths.clear()
