@@ -232,15 +232,22 @@ _OKAPI = (
 )
 
 
-_SCORE = (
-    "(SELECT COALESCE(sum(pgcatalog_okapi("
-    f"COALESCE(({_COUNTS} -> 1 ->> u.lexeme)::float8, cardinality(u.positions)), ({_COUNTS} ->> 0)::float8,"
-    " %s::float8 / %s::float8, ln(1.0::float8 + %s::float8 / g.df) * 1024.0::float8)), 0)::bigint"
-    " FROM unnest(ts_filter(setweight(searchable_text, 'A', %s::text[]), '{a}')) AS u"
-    " JOIN unnest(%s::text[], %s::bigint[]) AS g(word, df) ON g.word = u.lexeme)"
-)
-"""A row's score for words ORed or ANDed: its words among them, each
-scored with its idf (as ``relevance`` scores a glob's words), added up."""
+def _score(words: str, frequencies: str) -> str:
+    """A row's score for words ORed or ANDed: its words among them, each
+    scored with its idf (as ``relevance`` scores a glob's words), added
+    up; *words*: the SQL of their array, *frequencies*: of the array of
+    the number of rows holding each.  Its parameters: the index's words
+    and documents, its documents again, those of *frequencies*, those of
+    *words* twice."""
+    return (
+        "(SELECT COALESCE(sum(pgcatalog_okapi("
+        "COALESCE((c.counts -> 1 ->> u.lexeme)::float8, cardinality(u.positions)), (c.counts ->> 0)::float8,"
+        " %s::float8 / %s::float8, ln(1.0::float8 + %s::float8"
+        f" / NULLIF(({frequencies})[array_position({words}, u.lexeme)], 0)) * 1024.0::float8)), 0)::bigint"
+        # (the row's counts taken out once)
+        f" FROM (SELECT {_COUNTS}) AS c(counts), unnest(ts_filter(setweight(searchable_text, 'A', {words}), '{{a}}')) AS u)"
+    )
+
 
 # each cell's rows in turn (a nested loop over the keys, in order: OFFSET
 # 0 keeps the subquery apart, scanned for each key), so that LIMIT stops
@@ -265,7 +272,7 @@ def best_rows(
     params: list,
     documents: float,
     total: float,
-    dfs: Sequence[int],
+    dfs: Sequence[int | None],
     needed: int,
     lengths: Callable[[Sequence[str]], Sequence[Lengths] | None],
 ) -> list[tuple[int, str, int]] | None:
@@ -274,42 +281,45 @@ def best_rows(
     *where* (with *params*), best first, ties by record id, highest first;
     all of them where fewer match.  *documents* and *total* (its words)
     are the index's statistics, *dfs* the number of its rows holding each
-    word of *terms* in order; *lengths(words)* where each word's cells
+    word of *terms* in order (None: held by few rows, counted as they are
+    read); *lengths(words)* where each word's cells
     begin (:func:`~plone.pgcatalog.tops.first_lengths`; None: not known);
-    *read(sql, params)* runs a statement over the catalog rows.  None where the statement that scores every match is as
-    quick (the words are held by :data:`FEW` rows or fewer), or where the
+    *read(sql, params)* runs a statement over the catalog rows.  None
+    where the statement that scores every match is as quick (the words
+    are held by :data:`FEW` rows or fewer), or where the
     walk read more than :data:`MAX_READ` rows or crossed more than
     :data:`MAX_COMBINATIONS` combinations without an answer."""
     words = [word for part in terms for word in part]
     held = dict(zip(words, dfs, strict=True))
-    parts = [tuple(word for word in part if held[word]) for part in terms]
+    parts = [tuple(word for word in part if held[word] != 0) for part in terms]
     if not all(parts) or not documents:
         return []
     meandoclen = total / documents
     if len(words) == 1:
         (word,) = words
-        found = lengths(words) if held[word] > FEW else None
-        if found is None:
+        df = held[word]
+        found = lengths(words) if df is not None and df > FEW else None
+        if df is None or found is None:
             return None
-        idf = math.log(1.0 + documents / held[word]) * 1024.0
+        idf = math.log(1.0 + documents / df) * 1024.0
         sql = _CELL_ROWS.format(score=_OKAPI, where=where)
-        scored = [word, word, lexeme(word), total, documents, documents, held[word]]
+        scored = [word, word, lexeme(word), total, documents, documents, df]
         cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
-    common = [word for part in parts for word in part if held[word] > FEW]
-    few = [word for part in parts for word in part if held[word] <= FEW]
+    common = [word for part in parts for word in part if (held[word] or 0) > FEW]
+    few = [word for part in parts for word in part if (held[word] or 0) <= FEW]
     sets = _common_sets(parts, common)
-    if not sets or sum(held[word] for word in few) > MAX_READ:
-        return None  # (no set: every match holds a word of few rows, as quickly scored whole)
-    classes = lengths(common)
-    if classes is None:
+    if sets is None or sum(held[word] or 0 for word in few) > MAX_READ:
         return None
-    scored = [total, documents, documents, words, words, [held[word] for word in words]]
-    first = _first_rows(read, parts, common, few, where, [*scored, *params])
-    if first is None:
+    begins = dict(zip(common, (lengths(common) if sets else None) or (), strict=False))
+    if sets and len(begins) < len(common):
         return None
-    idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
-    begins = dict(zip(common, classes, strict=True))
+    statistics = [total, documents, documents]
+    common_dfs = [held[word] for word in common]
+    first = _first_rows(read, parts, common, common_dfs, few, where, [*statistics, *params])
+    if first is None or not sets:  # (no set: every match holds a word of few rows, and was read)
+        return None if first is None else [(zoid, path, score) for score, zoid, path in first[:needed]]
+    idfs = {word: math.log(1.0 + documents / (held[word] or 1)) * 1024.0 for word in common}
 
     def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
         for bound, lb, fbs in combination_bounds(
@@ -318,17 +328,19 @@ def best_rows(
             yield bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
 
     cells = heapq.merge(*map(combinations_of, sets), key=lambda cell: -cell[0])
-    sql = _CELL_ROWS.format(score=_SCORE, where=where)
+    # (a row the walk finds holds only common words, or was read first)
+    sql = _CELL_ROWS.format(score=_score("%s::text[]", "%s::bigint[]"), where=where)
     slack = max(map(len, sets))
-    return _walk(read, sql, [*scored, *params], cells, needed, first, slack, MAX_COMBINATIONS)
+    head = [*statistics, common_dfs, common, common, *params]
+    return _walk(read, sql, head, cells, needed, first, slack, MAX_COMBINATIONS)
 
 
-def _common_sets(parts: Sequence[tuple[str, ...]], common: Sequence[str]) -> list[tuple[str, ...]]:
+def _common_sets(parts: Sequence[tuple[str, ...]], common: Sequence[str]) -> list[tuple[str, ...]] | None:
     """Each set of the *common* words that holds a word of every part: the
     words of a row that holds none of the others (none where a part has
-    no common word, or where they are more than :data:`MAX_COMMON`)."""
+    no common word); None where they are more than :data:`MAX_COMMON`."""
     if len(common) > MAX_COMMON:
-        return []
+        return None
     return [
         words
         for n in range(1, len(common) + 1)
@@ -341,31 +353,43 @@ def _first_rows(
     read: Callable[[str, list], list[tuple]],
     parts: Sequence[tuple[str, ...]],
     common: Sequence[str],
+    common_dfs: Sequence[int | None],
     few: Sequence[str],
     where: str,
     params: list,
 ) -> list[tuple[int, int, str]] | None:
     """``(score, zoid, path)`` of the rows matching the *parts* and
-    *where* that no combination of the *common* words reads: those
-    holding one of the *few* words, or a common one at a rare frequency;
-    None where they are more than :data:`MAX_READ`.  *params*: the
-    score's, then *where*'s."""
+    *where* that no combination of the *common* words (held by
+    *common_dfs* rows) reads: those holding one of the *few* words
+    (counted here: remembered counts of many words, each brought up to
+    date from the change log, would cost more), or a common one at a rare
+    frequency; best first; None where they are more than
+    :data:`MAX_READ`.  *params*: the index's statistics (total words and
+    documents, documents), then *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
     keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
-    reached, reached_params = (
-        f"{CELLS} && %s::text[]",
-        [keys, *([" | ".join(map(lexeme, few))] if few else [])],
-    )
-    if few:
-        reached = f"({reached} OR searchable_text @@ %s::tsquery)"
     matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
-    score_params, where_params = params[:6], params[6:]
+    reached = f"{CELLS} && %s::text[]" + (" OR searchable_text @@ %s::tsquery" if few else "")
+    reached_params: list[Any] = [keys, *([" | ".join(map(lexeme, few))] if few else [])]
+    # (the few words' counted once, before the rows are read: the planner
+    # would take a count in the score for one a row, and read every row)
+    frequencies = (
+        "pgcatalog_dfs AS MATERIALIZED (SELECT %s::bigint[] || array_agg((SELECT count(*) FROM"
+        f" {ROWS} WHERE searchable_text @@ v.q) ORDER BY v.i) AS dfs"
+        " FROM unnest(%s::tsquery[]) WITH ORDINALITY AS v(q, i))"
+    )
+    score = _score("%s::text[]", "SELECT dfs FROM pgcatalog_dfs")
     sql = (
-        f"SELECT {_SCORE}, object_state.zoid, object_state.path FROM {ROWS}"
-        f" WHERE searchable_text IS NOT NULL AND {reached}"
+        f"WITH {frequencies} SELECT {score}, object_state.zoid, object_state.path FROM {ROWS}"
+        f" WHERE searchable_text IS NOT NULL AND ({reached})"
         f" AND COALESCE(searchable_text @@ %s::tsquery AND ({where}), false) LIMIT %s"
     )
-    rows = read(sql, [*score_params, *reached_params, matched, *where_params, MAX_READ + 1])
+    statistics, where_params = params[:3], params[3:]
+    words = [*common, *few]
+    counted = [list(common_dfs), [lexeme(word) for word in few]]
+    rows = read(
+        sql, [*counted, *statistics, words, words, *reached_params, matched, *where_params, MAX_READ + 1]
+    )
     return None if len(rows) > MAX_READ else sorted(map(tuple, rows), reverse=True)
 
 

@@ -379,6 +379,12 @@ MAX_BEST = 1000
 """The longest page taken from the text's cells (cells.best_rows)."""
 
 
+def _few(count: int | None) -> bool:
+    """Whether a word counted *count* times (None: not counted) is held by
+    so few rows that they are scored whole (``cells.FEW``)."""
+    return count is not None and count <= cells.FEW
+
+
 def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     """The first *needed* rows of a full-text query the cells serve
     (:func:`~plone.pgcatalog.cells.cell_terms`), in relevance order, from the text's cells
@@ -395,25 +401,29 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     text = catalog.indexes[r.SEARCHABLE_TEXT]
     keys = [statement_key(*word_holding(text, word)) for word in words]
     known = dict(zip(words, (remembered_count(tool, site, key) for key in keys), strict=True))
-    if any(all(n is not None and n <= cells.FEW for n in map(known.get, part)) for part in terms):
-        return None  # (every match holds a word of few rows: scored whole, with no round trip)
-    # the rows holding each word (its df), where the cells of those that
-    # may be common begin, the index's statistics, and the generation of
-    # what the walk reads: a walk takes a statement per batch of cells,
-    # and is kept until that changes
-    counted = [
-        count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
+    if all(_few(known[word]) for word in words):
+        return None  # (every match holds words of few rows: scored whole, with no round trip)
+    # the rows holding each word not known to be held by few (its df:
+    # those are counted as their rows are read), where the cells of those
+    # known to be common begin (the others', once counted, if common), the
+    # index's statistics, and the generation of what the walk reads: a
+    # walk takes a statement per batch of cells, and is kept until that
+    # changes
+    counted = {
+        word: count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
         for word, key in zip(words, keys, strict=True)
-    ]
-    # (those known to be held by few rows are scored whole: not walked)
-    maybe_common = [word for word, n in known.items() if n is None or n > cells.FEW]
+        if not _few(known[word])
+    }
     begun = {
         word: statement
-        for word in maybe_common
+        for word in counted
+        if known[word] is not None
         for statement in [lengths_statement(tool, site, text, word)]
         if statement is not None
     }
-    statements = [(sql, statement_params) for sql, statement_params, _ in [*counted, *begun.values()]]
+    statements = [
+        (sql, statement_params) for sql, statement_params, _ in [*counted.values(), *begun.values()]
+    ]
     found = read(
         tool,
         "SELECT * FROM "
@@ -425,7 +435,8 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     if not found:
         return None
     row = found[0]
-    dfs = [made(row[3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(counted)]
+    held = {word: made(row[3 * n : 3 * n + 3]) for n, (word, (_, _, made)) in enumerate(counted.items())}
+    dfs = [held.get(word) for word in words]
     begins = {
         word: made(row[3 * n : 3 * n + 3])
         for n, (word, (_, _, made)) in enumerate(begun.items(), len(counted))
@@ -455,7 +466,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     )
     # (a part's words joined by a character no word holds)
     page = statement_key(where, [*params, *(chr(31).join(part) for part in terms), needed])
-    best = kept_rows(tool, site, page, now, walk) if max(dfs) > cells.FEW else walk()
+    best = kept_rows(tool, site, page, now, walk) if max(held.values(), default=0) > cells.FEW else walk()
     if not best:
         return None if best is None else []
     a, b = plan.stmt.scale
