@@ -82,6 +82,7 @@ GLOBS = [  # (as Plone 6.1 and 6.2 send what is typed)
     {"SearchableText": "topa* AND qua*", **PAGE},
     {"SearchableText": "quartz OR topaz", **PAGE},
     {"SearchableText": "quartz OR quay OR topa*", **PAGE},
+    {"SearchableText": "topa* AND quak*", **PAGE},  # (every match holds quake: read first)
     {"SearchableText": "Qua*", "portal_type": "Document", **PAGE},
     {"SearchableText": "qua*", "review_state": "published", **PAGE},
     {"SearchableText": "topa* AND qua*", "path": "shelf", **PAGE},
