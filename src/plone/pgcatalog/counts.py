@@ -39,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from plone.pgcatalog.changes import ALL
@@ -61,6 +62,7 @@ __all__ = [
     "count_statement",
     "remembered_count",
     "remembered_statement",
+    "side_by_side",
     "statement_key",
     "unchanged_key",
 ]
@@ -208,6 +210,22 @@ def count_statement(
 
 
 _SIGNED = "pgcatalog_signed"
+
+
+def side_by_side(
+    statements: Sequence[tuple[str, list, Callable[[Any], Any]]],
+) -> tuple[str, list, Callable[[Sequence[Any]], list]]:
+    """Statements of one row of three columns each (:func:`count_statement`'s
+    where its answer is remembered, ``tops.lengths_statement``'s), each with
+    what makes its answer, as the FROM items of one: their SQL, their
+    parameters, and what makes each one's answer, in order, from that
+    statement's row (its first columns)."""
+    sql = ", ".join(f"({sql}) AS pgcatalog_part{n}" for n, (sql, _, _) in enumerate(statements))
+
+    def made(row: Sequence[Any]) -> list:
+        return [make(row[3 * n : 3 * n + 3]) for n, (_, _, make) in enumerate(statements)]
+
+    return sql, [p for _, params, _ in statements for p in params], made
 
 
 def remembered_statement(

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.counts import count_statement
 from plone.pgcatalog.counts import remembered_count
+from plone.pgcatalog.counts import side_by_side
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.counts import unchanged_key
 from plone.pgcatalog.database import read
@@ -64,8 +65,5 @@ def document_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequenc
         count_statement(tool, *holding(index, word), {index.changes}, key, site)
         for word, key in zip(words, keys, strict=True)
     ]
-    sql = "SELECT * FROM " + " CROSS JOIN ".join(
-        f"({sql}) AS pgcatalog_df{n}" for n, (sql, _, _) in enumerate(statements)
-    )
-    row = read(tool, sql, [p for _, params, _ in statements for p in params], site=site)[0]
-    return [made(row[3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(statements)]
+    sql, params, made = side_by_side(statements)
+    return made(read(tool, f"SELECT * FROM {sql}", params, site=site)[0])

@@ -31,6 +31,7 @@ from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
 from plone.pgcatalog.counts import remembered_statement
 from plone.pgcatalog.counts import remembered_count
+from plone.pgcatalog.counts import side_by_side
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
@@ -421,27 +422,20 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         for statement in [lengths_statement(tool, site, text, word)]
         if statement is not None
     }
-    statements = [
-        (sql, statement_params) for sql, statement_params, _ in [*counted.values(), *begun.values()]
-    ]
+    sql, statement_params, made = side_by_side([*counted.values(), *begun.values()])
     found = read(
         tool,
-        "SELECT * FROM "
-        + ", ".join(f"({sql}) AS pgcatalog_w{n}" for n, (sql, _) in enumerate(statements))
-        + f", ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
-        [*(p for _, statement_params in statements for p in statement_params), r.SEARCHABLE_TEXT],
+        f"SELECT * FROM {sql}, ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
+        [*statement_params, r.SEARCHABLE_TEXT],
         site=site,
     )
     if not found:
         return None
-    row = found[0]
-    held = {word: made(row[3 * n : 3 * n + 3]) for n, (word, (_, _, made)) in enumerate(counted.items())}
+    answers = made(found[0])
+    held = dict(zip(counted, answers, strict=False))
     dfs = [held.get(word) for word in words]
-    begins = {
-        word: made(row[3 * n : 3 * n + 3])
-        for n, (word, (_, _, made)) in enumerate(begun.items(), len(counted))
-    }
-    documents, total, now = row[3 * len(statements) :]
+    begins = dict(zip(begun, answers[len(counted) :], strict=True))
+    documents, total, now = found[0][3 * len(answers) :]
 
     def lengths(asked: Sequence[str]) -> Sequence[Lengths] | None:
         missing = [word for word in asked if word not in begins]

@@ -30,6 +30,7 @@ from plone.pgcatalog.changes import ALL
 from plone.pgcatalog.changes import SINCE
 from plone.pgcatalog.changes import signed_rows
 from plone.pgcatalog.counts import Remembered
+from plone.pgcatalog.counts import side_by_side
 from plone.pgcatalog.counts import SIZE
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.counts import unchanged_key
@@ -132,11 +133,8 @@ def first_lengths(catalog: Any, site: str, index: r.IndexDef, words: Sequence[st
     statements = [statement for statement in found if statement is not None]
     if len(statements) < len(found):
         return None
-    sql = "SELECT * FROM " + " CROSS JOIN ".join(
-        f"({s[0]}) AS pgcatalog_lengths{n}" for n, s in enumerate(statements)
-    )
-    row = read(catalog, sql, [p for s in statements for p in s[1]], site=site)[0]
-    return [made(row[3 * n : 3 * n + 3]) for n, (_, _, made) in enumerate(statements)]
+    sql, params, made = side_by_side(statements)
+    return made(read(catalog, f"SELECT * FROM {sql}", params, site=site)[0])
 
 
 def clear() -> None:
