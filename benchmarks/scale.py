@@ -194,7 +194,7 @@ def typed_section(name: str, data: dict) -> list[str]:
         "",
         f"`benchmarks/typed.py` ({name}), on the site `million.py` builds ({data['documents']:,} Documents, "
         f"{data['through_plone']:,} of them made through Plone; each bulk one holds words of every frequency, "
-        "`vocabulary.py`): each line {next(iter(data['lines'].values()))['samples']} "
+        f"`vocabulary.py`): each line {next(iter(data['lines'].values()))['samples']} "
         "texts, each another document's words, sent as Plone's search page sends them (b_size 10, relevance "
         "order; its count and ten brains' `Title` and `getURL()`), each search after an editor's title change "
         "committed; the second search of each text (the first of each in the process: last column). "

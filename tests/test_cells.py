@@ -1,6 +1,6 @@
-"""The best matches of a search for a word, for words ANDed, or for globs
-and words ORed, read from the full text's cells (plone.pgcatalog.cells)
-instead of scoring every match.
+"""The best matches of a search for a word, for words ANDed, for globs
+and words ORed, phrases and NOT, read from the full text's cells
+(plone.pgcatalog.cells) instead of scoring every match.
 
 The answer must be ZCatalog's (scores, order, lengths; ties, whose record
 ids differ between the catalogs, as sets) and exactly that of the
@@ -60,6 +60,11 @@ WORDS = [  # (pages, as the search box asks for them)
     {"SearchableText": "quartz topaz", "b_start": 5, "b_size": 5},
     {"SearchableText": "quartz topaz", "b_start": 0, "b_size": 50},
     {"SearchableText": "quartz AND nosuchword", **PAGE},
+    {"SearchableText": "quartz AND topaz AND amber", **PAGE},  # (three words typed)
+    {"SearchableText": "topaz amber quartz", "review_state": "published", **PAGE},
+    {"SearchableText": "quartz AND NOT topaz", **PAGE},  # (NOT scores nothing)
+    {"SearchableText": '"quartz amber"', **PAGE},  # (a phrase scores its words)
+    {"SearchableText": '"amber quartz" AND NOT topaz', "review_state": "published", **PAGE},
 ]
 RARE = {  # word: (every so many documents, from the one numbered, times)
     "quarry": (23, 0, 2),
@@ -88,6 +93,8 @@ GLOBS = [  # (as Plone 6.1 and 6.2 send what is typed)
     {"SearchableText": "topa* AND qua*", "path": "shelf", **PAGE},
     {"SearchableText": "qua*", "b_start": 5, "b_size": 5},
     {"SearchableText": "qua*", "b_start": 0, "b_size": 50},
+    {"SearchableText": "qua* AND NOT topaz", **PAGE},
+    {"SearchableText": 'topa* AND "quartz amber"', **PAGE},
 ]
 
 
@@ -211,6 +218,8 @@ class CellsTest(unittest.TestCase):
     def test_words_as_manager(self):
         login(self.layer["app"], SITE_OWNER_NAME)
         self.compare("manager", WORDS)
+        for phrase in WORDS[-2:]:  # (rows hold them: the phrase filters, not empties)
+            self.assertTrue(found(self.pg, phrase)[0], phrase)
 
     def test_words_as_anonymous(self):
         logout()
@@ -220,7 +229,7 @@ class CellsTest(unittest.TestCase):
         # (the pages that fill up: the others cross every combination)
         login(self.layer["app"], SITE_OWNER_NAME)
         with mock.patch.object(cells, "FIRST_BATCH", 1), mock.patch.object(cells, "_GROWTH", 1):
-            self.compare("a combination at a time", WORDS[:3])
+            self.compare("a combination at a time", [*WORDS[:3], WORDS[-2]])
 
     def test_words_that_cross_too_many_combinations_are_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)
@@ -229,12 +238,12 @@ class CellsTest(unittest.TestCase):
             self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
         self.assertEqual(answered, [])
 
-    def test_words_unbatched_past_the_page_or_three_are_scored_whole(self):
+    def test_words_unbatched_past_the_page_or_four_are_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)
         for query in (
             {"SearchableText": "quartz topaz"},
             {"SearchableText": "quartz topaz", "b_size": 51},
-            {"SearchableText": "quartz AND topaz AND amber", **PAGE},
+            {"SearchableText": "quartz AND topaz AND amber AND birch", **PAGE},
         ):
             with walks() as answered:
                 self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))

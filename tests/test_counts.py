@@ -17,6 +17,8 @@ from plone.pgcatalog import counts
 from plone.pgcatalog.connection import storage_dsn
 
 
+from unittest import mock
+
 import psycopg
 import random
 import transaction
@@ -309,6 +311,58 @@ class CountsTest(CatalogTestCase):
         self.assertEqual(len(self.catalog.searchResults(portal_type="Document")), 5)
         login(self.layer["app"], SITE_OWNER_NAME)
         self.assertEqual(len(self.catalog.searchResults(portal_type="Document")), 999)
+
+    def test_a_process_new_to_a_count_brings_the_shared_one_up_to_date(self):
+        """A count of many rows made from every row is kept for every
+        process: one that remembers none (just started, another instance)
+        brings it up to date from the change log; where the log does not
+        reach its commit, it counts every row again and shares that.  Each
+        user's count is their own."""
+        from plone.pgcatalog import shared
+
+        query = {"portal_type": "Document", "sort_on": "sortable_title", "b_start": 0, "b_size": 1}
+
+        def length() -> int:
+            counts._counts.clear()  # (a process new to the count)
+            transaction.begin()  # (a snapshot that sees what was shared)
+            return self.catalog(**query).actual_result_count
+
+        def kept() -> list[tuple]:
+            with psycopg.connect(storage_dsn(self.catalog)) as conn:
+                return conn.execute(
+                    "SELECT key, stamp, answer FROM pgcatalog_shared WHERE answer ? 'count' ORDER BY counter"
+                ).fetchall()
+
+        logout()
+        anonymous = length()
+        login(self.layer["app"], SITE_OWNER_NAME)
+        self.assertEqual(length(), 5)
+        self.assertEqual(kept(), [])  # (too few rows to share)
+        with mock.patch.object(counts, "SHARED_FROM", 1):
+            self.assertEqual(length(), 5)
+            ((digest, stamp, answer),) = kept()
+            self.assertEqual(answer, {"count": 5})
+            # what a new process answers is what was shared: share something else
+            (remembered,) = [key for key, _ in counts._counts.items()]
+            self.assertEqual(shared.digest(remembered), digest)
+            shared.share(self.catalog, remembered, stamp, {"count": 1005})
+            self.assertEqual(length(), 1005)
+            api.content.create(container=self.folder, type="Document", id="new", title="New")
+            transaction.commit()
+            self.assertEqual(length(), 1006)  # (brought up to date, not shared)
+            self.assertEqual(kept(), [(digest, stamp, {"count": 1005})])
+            # another user's count is another
+            logout()
+            self.assertEqual(length(), anonymous + 1)
+            login(self.layer["app"], SITE_OWNER_NAME)
+            # a commit the log does not hold: counted again, and shared
+            shared.share(self.catalog, remembered, "1.1", {"count": 1005})
+            self.assertEqual(length(), 6)
+            mine = [row[1:] for row in kept() if row[0] == digest]
+            self.assertEqual(len(mine), 1)
+            self.assertNotEqual(mine[0][0], "1.1")
+            self.assertEqual(mine[0][1], {"count": 6})
+            self.assertEqual(length(), 6)
 
 
 class KeyTest(CatalogTestCase):

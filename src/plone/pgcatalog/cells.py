@@ -88,11 +88,10 @@ sure none is left."""
 MAX_READ = 5_000
 """Rows read before the walk gives up for the statement that scores every
 match: the query's other criteria keep few of the word's rows."""
-MAX_PARTS = 2
-"""The most parts ANDed walked together: each more multiplies the
-combinations, and the rows holding three frequent words are few enough to
-score (at 333,601 rows, three words held by about 60,000 rows each: 1,303
-rows holding them all, scored in 36-49 ms, walked in 91-139)."""
+MAX_PARTS = 3
+"""The most parts ANDed walked together (what the search box sends for
+three words typed): each more part multiplies the combinations a walk
+may cross."""
 MAX_COMMON = 3
 """The most words held by more than :data:`FEW` rows among a query's (each
 set of them that meets every part is walked)."""
@@ -112,12 +111,18 @@ Terms = tuple[tuple[str, ...], ...]
 ORed (a glob is the OR of its words)."""
 
 
-def cell_terms(scored: Sequence[Any], expansions: Mapping[Glob, tuple[str, ...]]) -> Terms | None:
+def cell_terms(
+    scored: Sequence[Any], expansions: Mapping[Glob, tuple[str, ...]]
+) -> tuple[Terms, tuple[Any, ...]] | None:
     """The terms of a query whose relevance order *scored* (``Ordering.scored``)
     the cells serve, its globs' words in *expansions*
     (:func:`~plone.pgcatalog.expansions.words_of`): up to :data:`MAX_PARTS`
     parts ANDed, each a word, a glob, or words and globs ORed; every word
-    once, :data:`~plone.pgcatalog.expansions.CELL_WORDS` at most; else None."""
+    once, :data:`~plone.pgcatalog.expansions.CELL_WORDS` at most; else
+    None.  With them, the parse-tree nodes that every match must match
+    besides (``text.text_condition``): each phrase, whose words are parts
+    (a phrase scores the sum of its words), and each ``NOT`` part (which
+    scores nothing)."""
     if len(scored) != 1 or scored[0].index.column != "searchable_text":
         return None
     name = scored[0].index.name
@@ -138,11 +143,21 @@ def cell_terms(scored: Sequence[Any], expansions: Mapping[Glob, tuple[str, ...]]
         )
 
     tree = scored[0].tree
-    parts = [ored(node) for node in (tree.getValue() if tree.nodeType() == "AND" else [tree])]
+    parts: list[tuple[str, ...] | None] = []
+    filters: list[Any] = []
+    for node in tree.getValue() if tree.nodeType() == "AND" else [tree]:
+        kind = node.nodeType()
+        if kind in ("NOT", "PHRASE"):
+            filters.append(node)
+        if kind == "PHRASE":
+            parts += [(word,) for word in node.getValue()]
+        elif kind != "NOT":
+            parts.append(ored(node))
     terms = tuple(part for part in parts if part is not None)
     words = [word for part in terms for word in part]
     if (
-        len(terms) < len(parts)
+        not terms
+        or len(terms) < len(parts)
         or len(terms) > MAX_PARTS
         or len(words) > CELL_WORDS
         or len(set(words)) < len(words)
@@ -150,7 +165,7 @@ def cell_terms(scored: Sequence[Any], expansions: Mapping[Glob, tuple[str, ...]]
         return None
     if any(len(word.encode("utf-8")) > MAX_LEXEME_BYTES for word in words):
         return None
-    return terms
+    return terms, tuple(filters)
 
 
 def okapi(f: float, dl: float, meandoclen: float, idf1024: float) -> int:

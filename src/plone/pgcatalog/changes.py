@@ -27,6 +27,7 @@ from plone.pgcatalog.schema import COMMITS
 from plone.pgcatalog.schema import LOG
 from plone.pgcatalog.schema import LOGGED
 from plone.pgcatalog.schema import ROWS
+from typing import Any
 
 
 __all__ = ["ALL", "NONE", "SINCE", "SOME", "Moment", "signed_rows"]
@@ -70,7 +71,7 @@ SELECT c.stamps->>'*' AS stamp, c.value, a.counter AS since,
   FROM pgcatalog_counter c,
        (SELECT s AS stamp, split_part(s, '.', 1)::bigint AS counter, split_part(s, '.', 2) AS xid,
                l AS logged, m AS moved
-          FROM (SELECT %s::text, %s::boolean, %s::boolean) AS p(s, l, m)) AS a
+          FROM (SELECT {{stamp}}, %s::boolean, %s::boolean) AS p(s, l, m)) AS a
  WHERE c.id = 1),
 {CHANGED} AS MATERIALIZED (
 SELECT DISTINCT ON (l.zoid) l.zoid, {", ".join(f"l.{name}" for name, _ in LOGGED)}
@@ -97,6 +98,7 @@ def signed_rows(
     stamp: str | None,
     moment: Moment | None = None,
     custom: bool = False,
+    shared: tuple[str, list] | None = None,
 ) -> tuple[str, str, list]:
     """The rows that bring an answer made at the commit stamped *stamp*
     (None: none was made) up to date: ``SELECT columns, sign`` of the
@@ -109,14 +111,23 @@ def signed_rows(
     and the changed rows), the signed rows' SELECT, and the parameters of
     both in order.  *custom*: an add-on's index kind wrote some of the
     SQL, which may read columns the log does not keep: counted again after
-    any change."""
+    any change.  *shared*: a subquery (with its parameters) of the stamp
+    of an answer another process made (:mod:`~plone.pgcatalog.shared`),
+    brought up to date where *stamp* is None."""
     moved = moment is not None and moment.then is not None and moment.then != moment.now
-    if custom or CATALOG_ROWS in columns + where:  # (a subquery reading other rows)
+    whole = custom or CATALOG_ROWS in columns + where  # (a subquery reading other rows)
+    if whole and moved:
+        stamp, shared = None, None  # (made again)
+    stamped, stamp_params = "%s::text", list[Any]([stamp])
+    if shared is not None:
+        stamped, stamp_params = f"COALESCE(%s::text, ({shared[0]}))", [stamp, *shared[1]]
+    since = _SINCE_SQL.format(stamp=stamped)
+    if whole:
         if moment is not None:
             where, params = f"{where} AND {moment.sql()}", [*params, moment.now, moment.now]
         select = f"SELECT {columns}, 1 AS sign FROM {ROWS} WHERE {where} AND (SELECT changed FROM {SINCE}) = '{ALL}'"
-        return _SINCE_SQL, select, [None if moved else stamp, False, False, *params]
-    head, head_params = _SINCE_SQL, [stamp, True, moved]
+        return since, select, [*stamp_params, False, False, *params]
+    head, head_params = since, [*stamp_params, True, moved]
     changed = f"SELECT zoid FROM {CHANGED}"
     was, now = params, params
     gone = f"SELECT * FROM {CHANGED} WHERE idx IS NOT NULL" + (
@@ -126,7 +137,7 @@ def signed_rows(
         where = f"{where} AND {moment.sql()}"
         now = [*params, moment.now, moment.now]
         was = [*params, moment.then, moment.then] if moment.then is not None else now
-        if moved:
+        if moved and moment.then is not None:  # (as moved says)
             lo, hi = sorted((moment.then, moment.now))
             head += ",\n" + _TIMED_SQL.format(start=moment.start, end=moment.end)
             head_params += [lo, hi, lo, hi]

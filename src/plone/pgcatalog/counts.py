@@ -50,6 +50,9 @@ from plone.pgcatalog.overlay import has_changes
 from plone.pgcatalog.pending import get_pending
 from plone.pgcatalog.schema import generation_sql
 from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.schema import SHARED
+from plone.pgcatalog.shared import digest
+from plone.pgcatalog.shared import share
 from typing import Any
 
 import threading
@@ -58,6 +61,8 @@ import threading
 __all__ = [
     "Count",
     "Remembered",
+    "SHARED_FROM",
+    "WIDTH",
     "count_column",
     "count_statement",
     "remembered_count",
@@ -186,46 +191,78 @@ def count_statement(
     (and remembers it).  A remembered count stands while what it reads is
     unchanged; else the change log brings it up to date
     (:func:`~plone.pgcatalog.changes.signed_rows`), or, where the log
-    cannot tell, every matching row is counted."""
+    cannot tell, every matching row is counted.  A process that remembers
+    none brings up to date the count another process shared; one of
+    :data:`SHARED_FROM` rows or more made from every row is shared
+    (:mod:`~plone.pgcatalog.shared`): a frequent word's rows take seconds
+    to count at a million rows."""
     key = unchanged_key(catalog, site, key)
     if key is None:  # this transaction's own changes are in the count
         return f"SELECT count(*) FROM {ROWS} WHERE {where}", params, itemgetter(0)
     reads = frozenset(reads)
     generation = generation_sql(reads)
-    known_generation, (number, stamp) = _counts.get(key) or (None, (0, None))
-    since, signed, signed_params = signed_rows("0", where, params, site, stamp, custom="*" in reads)
+    known = _counts.get(key)
+    known_generation, (number, stamp) = known or (None, (None, None))
+    # (what another process shared, where this one remembers nothing)
+    shared = None if known is not None else digest(key)
+    since, signed, signed_params = signed_rows(
+        "0",
+        where,
+        params,
+        site,
+        stamp,
+        custom="*" in reads,
+        shared=None if shared is None else (_SHARED_STAMP, [shared]),
+    )
+    before, before_params = ("%s::bigint", [number]) if shared is None else (f"({_SHARED_COUNT})", [shared])
     sql = (
         f"WITH {since},\n{_SIGNED} AS MATERIALIZED ({signed})\n"
         f"SELECT CASE WHEN {generation} = %s THEN %s::bigint"
-        f" ELSE (CASE WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN 0 ELSE %s::bigint END)"
-        f" + (SELECT COALESCE(sum(sign), 0) FROM {_SIGNED})::bigint END, {generation}, (SELECT stamp FROM {SINCE})"
+        f" ELSE (CASE WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN 0 ELSE {before} END)"
+        f" + (SELECT COALESCE(sum(sign), 0) FROM {_SIGNED})::bigint END,"
+        f" {generation}, (SELECT stamp FROM {SINCE}), (SELECT changed FROM {SINCE})"
     )
 
-    def made(row: tuple) -> int:
-        counted, made_at, now = row
+    def made(row: Sequence[Any]) -> int:
+        counted, made_at, now, changed = row
         _counts.put(key, made_at, (counted, now))
+        if changed == ALL and counted >= SHARED_FROM:
+            share(catalog, key, now, {"count": counted})
         return counted
 
-    return sql, [*signed_params, known_generation, number, number], made
+    return sql, [*signed_params, known_generation, number, *before_params], made
 
 
+SHARED_FROM = 2_000
+"""Counts of this many rows or more made from every row are shared with
+the other processes (fewer are counted again about as fast as read)."""
+
+# a count another process shared, and the stamp of its commit (%s: its digest)
+_SHARED_COUNT = f"SELECT (answer ->> 'count')::bigint FROM {SHARED} WHERE key = %s AND answer ? 'count'"
+_SHARED_STAMP = f"SELECT stamp FROM {SHARED} WHERE key = %s AND answer ? 'count'"
 _SIGNED = "pgcatalog_signed"
 
 
 def side_by_side(
     statements: Sequence[tuple[str, list, Callable[[Any], Any]]],
 ) -> tuple[str, list, Callable[[Sequence[Any]], list]]:
-    """Statements of one row of three columns each (:func:`count_statement`'s
-    where its answer is remembered, ``tops.lengths_statement``'s), each with
-    what makes its answer, as the FROM items of one: their SQL, their
-    parameters, and what makes each one's answer, in order, from that
-    statement's row (its first columns)."""
+    """Statements of one row of :data:`WIDTH` columns each
+    (:func:`count_statement`'s where its answer is remembered,
+    ``tops.lengths_statement``'s), each with what makes its answer, as the
+    FROM items of one: their SQL, their parameters, and what makes each
+    one's answer, in order, from that statement's row (its first columns)."""
     sql = ", ".join(f"({sql}) AS pgcatalog_part{n}" for n, (sql, _, _) in enumerate(statements))
 
     def made(row: Sequence[Any]) -> list:
-        return [make(row[3 * n : 3 * n + 3]) for n, (_, _, make) in enumerate(statements)]
+        return [make(row[WIDTH * n : WIDTH * n + WIDTH]) for n, (_, _, make) in enumerate(statements)]
 
     return sql, [p for _, params, _ in statements for p in params], made
+
+
+WIDTH = 4
+"""The columns of a remembered answer's statement: the answer, the
+generation it was made at, the stamp of its commit and what changed
+since the answer it brought up to date (``changes.NONE``, ``SOME``, ``ALL``)."""
 
 
 def remembered_statement(

@@ -33,6 +33,7 @@ from plone.pgcatalog.counts import remembered_statement
 from plone.pgcatalog.counts import remembered_count
 from plone.pgcatalog.counts import side_by_side
 from plone.pgcatalog.counts import statement_key
+from plone.pgcatalog.counts import WIDTH
 from plone.pgcatalog.database import load_metadata
 from plone.pgcatalog.database import load_texts
 from plone.pgcatalog.database import read
@@ -78,6 +79,7 @@ from plone.pgcatalog.results import MIN_ROWS
 from plone.pgcatalog.results import MIN_WINDOW
 from plone.pgcatalog.schema import CATALOGED
 from plone.pgcatalog.snippets import Snippets
+from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.errors import UnservedIndex
 from typing import Any
 from ZTUtils.Lazy import LazyCat
@@ -158,12 +160,19 @@ def _cells_plan(
     query the cells serve (:func:`~plone.pgcatalog.cells.cell_terms`, its
     globs' words in *expansions*) ordered by relevance; *rest* compiles
     the query without its SearchableText criterion (None: no other
-    criterion)."""
-    terms = cell_terms(ordering.scored, expansions)
-    if terms is None:
+    criterion).  Its phrases and ``NOT`` parts are criteria of the rows
+    the cells find."""
+    found = cell_terms(ordering.scored, expansions)
+    if found is None:
         return None
+    terms, filters = found
     others = rest()
-    return (terms, CATALOGED, []) if others is None else (terms, others.where_sql(), others.params)
+    where, params = (CATALOGED, []) if others is None else (others.where_sql(), others.params)
+    expression = ordering.scored[0].index.expression()
+    for node in filters:
+        sql, node_params = text_condition(node, expression)
+        where, params = f"{where} AND COALESCE({sql}, false)", [*params, *node_params]
+    return terms, where, params
 
 
 def _plan(
@@ -435,7 +444,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     held = dict(zip(counted, answers, strict=False))
     dfs = [held.get(word) for word in words]
     begins = dict(zip(begun, answers[len(counted) :], strict=True))
-    documents, total, now = found[0][3 * len(answers) :]
+    documents, total, now = found[0][WIDTH * len(answers) :]
 
     def lengths(asked: Sequence[str]) -> Sequence[Lengths] | None:
         missing = [word for word in asked if word not in begins]

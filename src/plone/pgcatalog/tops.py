@@ -88,7 +88,7 @@ def lengths_statement(
 ) -> tuple[str, list, Callable[[Sequence[Any]], Lengths]] | None:
     """The statement of *word*'s :data:`Lengths` in the text *index* of
     the catalog rows of tool *catalog* (its site at *site*): its SQL (a row
-    of three columns), its parameters, and what makes the lengths of that
+    of ``counts.WIDTH`` columns), its parameters, and what makes the lengths of that
     row (and remembers them); None in a transaction with catalog changes
     of its own (its rows are not in the cells)."""
     where, where_params = holding(index, word)
@@ -112,12 +112,12 @@ def lengths_statement(
         f"SELECT CASE WHEN {generation} = %s THEN %s::int[]"
         f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {_PROBE}"
         f" ELSE {lowered} END,"
-        f" {generation}, (SELECT stamp FROM {SINCE})"
+        f" {generation}, (SELECT stamp FROM {SINCE}), (SELECT changed FROM {SINCE})"
     )
     known = list(lengths) if lengths is not None else None
 
     def made(row: Sequence[Any]) -> Lengths:
-        found, made_at, made_stamp = row
+        found, made_at, made_stamp, _ = row
         answer = tuple(lb or 0 for lb in found) if found else (0,) * _CLASSES
         _lengths.put(key, made_at, (answer, made_stamp))
         return answer
