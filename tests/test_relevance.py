@@ -45,6 +45,9 @@ QUERIES = [
     {"SearchableText": "(river OR stone) AND copper"},
     {"SearchableText": 'copper OR "river stone" OR (meadow AND lantern)'},
     {"SearchableText": "river OR nosuchword"},
+    # words and globs ANDed: the words' counts given, the globs' counted
+    {"SearchableText": "river AND s*"},
+    {"SearchableText": "stone AND c?pper AND r*"},
     # globs with a wildcard inside: ZCTextIndex's lexicon matches them as shell patterns
     {"SearchableText": "r?ver"},
     {"SearchableText": "st*ne OR cop?er"},

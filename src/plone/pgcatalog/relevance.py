@@ -390,12 +390,15 @@ def counted_words(scored: Sequence[Scored]) -> list[str] | None:
     """The words whose document frequencies a search ordered by *scored*
     counts before it scores (in the order :data:`GIVEN_DF` wants them),
     where they may be given instead: one text index, a query it does not
-    score in one scan (which counts them as it reads their rows), no
-    glob."""
+    score in one scan (which counts them as it reads their rows).  A
+    glob's words are counted in the statement (a glob of more than
+    ``expansions.MAX_WORDS`` words: mostly rare ones, each a short count),
+    a word's df is given (a frequent word's rows take a second or more to
+    count at a million rows)."""
     if len(scored) != 1 or _one_scan(scored[0].tree):
         return None
     index = _Index(0, scored[0], None)
-    return list(index.words) if index.words and not index.globs else None
+    return list(index.words) if index.words else None
 
 
 def ranked_sql(
