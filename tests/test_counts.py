@@ -312,6 +312,46 @@ class CountsTest(CatalogTestCase):
         login(self.layer["app"], SITE_OWNER_NAME)
         self.assertEqual(len(self.catalog.searchResults(portal_type="Document")), 999)
 
+    def test_a_count_with_the_effective_range_is_brought_up_to_date_from_minute_to_minute(self):
+        """Plone adds the effective range at the minute for who may not see
+        inactive items: one count stands for every minute, brought up to
+        date with the rows whose range begins or ends between two minutes.
+        Each remembered count is made 1,000 too high: brought up to date, it
+        stays so."""
+        from DateTime import DateTime
+
+        base = DateTime("2030/01/01 12:00 UTC")
+        docs = sorted(self.folder.objectValues(), key=lambda doc: doc.getId())
+        docs[0].setEffectiveDate(base + 3 / 1440.0)  # from 12:03
+        docs[0].reindexObject()
+        docs[1].setExpirationDate(base + 6 / 1440.0)  # until 12:06
+        docs[1].reindexObject()
+        transaction.commit()
+        query = {"portal_type": "Document", "sort_on": "sortable_title", "b_start": 0, "b_size": 1}
+
+        def length(minutes: int) -> int:
+            transaction.begin()
+            return self.catalog(**query, effectiveRange=base + minutes / 1440.0).actual_result_count
+
+        def made_again(minutes: int) -> int:
+            counts._counts.clear()
+            return length(minutes)
+
+        self.assertEqual([made_again(m) for m in (0, 2, 4, 8)], [4, 4, 5, 4])
+        counts._counts.clear()
+        self.assertEqual(length(0), 4)
+        self.falsify(1000)
+        self.assertEqual(length(2), 1000)  # (no range begins or ends between)
+        self.assertEqual(length(4), 1001)  # (one begins)
+        self.assertEqual(length(8), 1000)  # (one ends)
+        self.assertEqual(length(8), 1000)
+        self.assertEqual(len(counts._counts.items()), 1)  # (one count, whatever the minute)
+        # a commit between minutes: its rows as well
+        api.content.create(container=self.folder, type="Document", id="new", title="New")
+        transaction.commit()
+        self.assertEqual(length(9), 1001)
+        self.assertEqual(made_again(9), 5)
+
     def test_a_process_new_to_a_count_brings_the_shared_one_up_to_date(self):
         """A count of many rows made from every row is kept for every
         process: one that remembers none (just started, another instance)

@@ -41,8 +41,10 @@ from collections.abc import Hashable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import replace
 from operator import itemgetter
 from plone.pgcatalog.changes import ALL
+from plone.pgcatalog.changes import Moment
 from plone.pgcatalog.changes import SINCE
 from plone.pgcatalog.changes import signed_rows
 from plone.pgcatalog.connection import storage_dsn
@@ -53,6 +55,7 @@ from plone.pgcatalog.schema import ROWS
 from plone.pgcatalog.schema import SHARED
 from plone.pgcatalog.shared import digest
 from plone.pgcatalog.shared import share
+from plone.pgcatalog.shared import shared_answer
 from typing import Any
 
 import threading
@@ -184,53 +187,97 @@ def count_column(
 
 
 def count_statement(
-    catalog: Any, where: str, params: list, reads: Iterable[str], key: Hashable | None, site: str
-) -> tuple[str, list, Callable[[tuple], int]]:
+    catalog: Any,
+    where: str,
+    params: list,
+    reads: Iterable[str],
+    key: Hashable | None,
+    site: str,
+    moment: Moment | None = None,
+) -> tuple[str, list, Callable[[Sequence[Any]], int]]:
     """A statement of its own counting ``ROWS WHERE where`` (arguments as
-    :func:`count_column`'s), and what makes the number of its one row
-    (and remembers it).  A remembered count stands while what it reads is
-    unchanged; else the change log brings it up to date
-    (:func:`~plone.pgcatalog.changes.signed_rows`), or, where the log
-    cannot tell, every matching row is counted.  A process that remembers
-    none brings up to date the count another process shared; one of
-    :data:`SHARED_FROM` rows or more made from every row is shared
-    (:mod:`~plone.pgcatalog.shared`): a frequent word's rows take seconds
-    to count at a million rows."""
+    :func:`count_column`'s; *moment*: the effective range's criterion at
+    its minute, not in *where* nor *key*), and what makes the number of
+    its one row (and remembers it).  A remembered count stands while what
+    it reads is unchanged (and its minute); else the change log brings it
+    up to date (:func:`~plone.pgcatalog.changes.signed_rows`: with the
+    rows whose effective range begins or ends between the two minutes),
+    or, where the log cannot tell, every matching row is counted.  A
+    process that remembers none brings up to date the count another
+    process shared; one of :data:`SHARED_FROM` rows or more made from
+    every row is shared (:mod:`~plone.pgcatalog.shared`): a frequent
+    word's rows take seconds to count at a million rows."""
     key = unchanged_key(catalog, site, key)
     if key is None:  # this transaction's own changes are in the count
+        if moment is not None:
+            where, params = f"{where} AND {moment.sql()}", [*params, moment.now, moment.now]
         return f"SELECT count(*) FROM {ROWS} WHERE {where}", params, itemgetter(0)
     reads = frozenset(reads)
     generation = generation_sql(reads)
     known = _counts.get(key)
-    known_generation, (number, stamp) = known or (None, (None, None))
-    # (what another process shared, where this one remembers nothing)
     shared = None if known is not None else digest(key)
+    if shared is not None and moment is not None:
+        # (its minute is needed before the statement: read first)
+        known = _shared_count(catalog, site, key)
+        shared = None
+    known_generation, (number, stamp) = known or (None, (None, None))
+    current, current_params = generation, []
+    if moment is not None:
+        # a count's minute is part of its generation (_at)
+        then = None if known_generation is None else _at(known_generation)
+        moment = replace(moment, then=then)
+        current, current_params = f"({generation} || ' ' || %s::text)", [str(moment.now)]
     since, signed, signed_params = signed_rows(
         "0",
         where,
         params,
         site,
         stamp,
+        moment,
         custom="*" in reads,
         shared=None if shared is None else (_SHARED_STAMP, [shared]),
     )
     before, before_params = ("%s::bigint", [number]) if shared is None else (f"({_SHARED_COUNT})", [shared])
     sql = (
         f"WITH {since},\n{_SIGNED} AS MATERIALIZED ({signed})\n"
-        f"SELECT CASE WHEN {generation} = %s THEN %s::bigint"
+        f"SELECT CASE WHEN {current} = %s THEN %s::bigint"
         f" ELSE (CASE WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN 0 ELSE {before} END)"
         f" + (SELECT COALESCE(sum(sign), 0) FROM {_SIGNED})::bigint END,"
         f" {generation}, (SELECT stamp FROM {SINCE}), (SELECT changed FROM {SINCE})"
     )
+    minute = None if moment is None else moment.now
 
     def made(row: Sequence[Any]) -> int:
         counted, made_at, now, changed = row
+        if minute is not None and made_at is not None:
+            made_at = f"{made_at} {minute}"
         _counts.put(key, made_at, (counted, now))
         if changed == ALL and counted >= SHARED_FROM:
-            share(catalog, key, now, {"count": counted})
+            share(
+                catalog, key, now, {"count": counted} if minute is None else {"count": counted, "at": minute}
+            )
         return counted
 
-    return sql, [*signed_params, known_generation, number, *before_params], made
+    return sql, [*signed_params, *current_params, known_generation, number, *before_params], made
+
+
+def _at(generation: str) -> int | None:
+    """The minute of a count made with an effective range (the last word of
+    its generation), None where it has none."""
+    _, _, minute = generation.rpartition(" ")
+    return int(minute) if minute.isdigit() else None
+
+
+def _shared_count(catalog: Any, site: str, key: Hashable) -> tuple[str, tuple[int, str]] | None:
+    """The count another process shared under *key*, as this process
+    remembers its own (a generation no statement has, with its minute)."""
+    kept = shared_answer(catalog, site, key)
+    if kept is None or not isinstance(kept[1], dict):
+        return None
+    stamp, answer = kept
+    if not isinstance(answer.get("count"), int) or not isinstance(answer.get("at"), int):
+        return None
+    return f"shared {answer['at']}", (answer["count"], stamp)
 
 
 SHARED_FROM = 2_000
@@ -267,7 +314,7 @@ since the answer it brought up to date (``changes.NONE``, ``SOME``, ``ALL``)."""
 
 def remembered_statement(
     catalog: Any, site: str, sql: str, reads: Iterable[str]
-) -> tuple[str, list, Callable[[tuple], int]]:
+) -> tuple[str, list, Callable[[Sequence[Any]], int]]:
     """A statement whose one number is that of *sql* (a count over the
     catalog rows of tool *catalog*, its site at *site*, that reads
     *reads*), remembered while what it reads is unchanged, and what makes
@@ -284,7 +331,7 @@ def remembered_statement(
         statement = f"SELECT CASE WHEN {generation} = %s THEN %s::bigint ELSE ({sql}) END, {generation}"
         params = [known_generation, number]
 
-    def made(row: tuple) -> int:
+    def made(row: Sequence[Any]) -> int:
         counted, made_at = row
         if made_at is not None:
             _counts.put(key, made_at, (counted, None))

@@ -109,7 +109,8 @@ def facet_counts(
         at = compiled({_MOMENT: shared.pop(_MOMENT)})
         if at is None:
             return {index.name: Facet({}, 0) for index in named}
-        moment = Moment(*defs[_MOMENT].range_expressions(), None, at[1][0])
+        start, end, *_ = defs[_MOMENT].range_expressions()
+        moment = Moment(start, end, None, at[1][0])
     common = compiled(shared)
     if common is None:
         return {index.name: Facet({}, 0) for index in named}

@@ -27,6 +27,7 @@ from plone.pgcatalog.cells import Terms
 from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.expansions import globs_of
 from plone.pgcatalog.expansions import words_of
+from plone.pgcatalog.changes import Moment
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
 from plone.pgcatalog.counts import remembered_statement
@@ -151,6 +152,11 @@ class Plan:
     # the words whose document frequencies the ranked statement may be
     # given (frequencies.py), with that statement and its parameters
     given: tuple[list[str], str, list] | None = None
+    # a query with the effective range Plone adds for who may not see
+    # inactive items: the WHERE of its matches without it, its parameters,
+    # its count key and the range at the query's minute (changes.Moment),
+    # so that its count is brought up to date from one minute to the next
+    timeless: tuple[str, list, Hashable | None, Moment] | None = None
 
 
 def _cells_plan(
@@ -175,11 +181,26 @@ def _cells_plan(
     return terms, where, params
 
 
+def _timeless(
+    spec: list[tuple[r.IndexDef, bool]], moment: tuple[Statement | None, Moment] | None
+) -> tuple[str, list, Hashable | None, Moment] | None:
+    """:attr:`Plan.timeless` of the query compiled without its effective
+    range, and that range (*moment*), None where there is none."""
+    if moment is None:
+        return None
+    stmt, at = moment
+    if stmt is None:
+        return None
+    where = add_sort(stmt, spec).where_sql(stmt)
+    return where, stmt.params, statement_key(f"{where} AND {at.sql()}", stmt.params), at
+
+
 def _plan(
     spec: list[tuple[r.IndexDef, bool]],
     stmt: Statement | None,
     rest: Callable[[], Statement | None],
     expansions: Mapping[Glob, tuple[str, ...]],
+    moment: tuple[Statement | None, Moment] | None = None,
 ) -> Plan | None:
     if stmt is None:
         return None
@@ -200,6 +221,7 @@ def _plan(
         _cells_plan(ordering, rest, expansions),
         globs_of(ordering.scored),
         given,
+        _timeless(spec, moment),
     )
 
 
@@ -225,8 +247,25 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             # matches something matches something)
             return build(canonical(others), defs, lexicons, catalog.path)
 
+        def timeless() -> tuple[Statement | None, Moment] | None:
+            """The query without its effective range, and that range."""
+            index = defs.get(_MOMENT)
+            if _MOMENT not in query or index is None or index.kind != r.DATE_RANGE:
+                return None
+            at = build(canonical({_MOMENT: query[_MOMENT]}), defs, lexicons, catalog.path)
+            if at is None or len(at.params) != 2:
+                return None
+            others = {key: value for key, value in query.items() if key != _MOMENT}
+            start, end, *_ = index.range_expressions()
+            moment = Moment(start, end, None, at.params[0])
+            return build(canonical(others), defs, lexicons, catalog.path, expansions), moment
+
         return _plan(
-            spec, build(canonical(query), defs, lexicons, catalog.path, expansions), rest, expansions or {}
+            spec,
+            build(canonical(query), defs, lexicons, catalog.path, expansions),
+            rest,
+            expansions or {},
+            timeless(),
         )
 
     try:
@@ -257,9 +296,15 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
     )
 
     def count() -> int:
-        sql, params, made = count_statement(
-            catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site
-        )
+        if plan.timeless is not None:  # (brought up to date from minute to minute)
+            timeless_where, timeless_params, key, moment = plan.timeless
+            sql, params, made = count_statement(
+                catalog.tool, timeless_where, timeless_params, reads, key, catalog.site, moment
+            )
+        else:
+            sql, params, made = count_statement(
+                catalog.tool, where, stmt.params, reads, plan.count_key, catalog.site
+            )
         return made(read(catalog.tool, sql, params, site=catalog.site)[0])
 
     try:
@@ -384,6 +429,10 @@ def _iterates_index(catalog: Catalog, plan: Plan) -> bool:
     keys = made(read(catalog.tool, sql, params, site=catalog.site)[0])
     return iterates_index(matches, keys)
 
+
+_MOMENT = "effectiveRange"
+"""The effective range Plone's ``searchResults`` adds for who may not see
+inactive items: its minute moves once a minute."""
 
 MAX_BEST = 1000
 """The longest page taken from the text's cells (cells.best_rows)."""
