@@ -114,8 +114,9 @@ _NEW = object()  # a session the catalog has not set up yet
 def set_session(conn: psycopg.Connection, timeout: int | None) -> None:
     """Give the session of a connection of the catalog's own (only catalog
     reads use it) the statement timeout *timeout* (None: whichever it has,
-    for reads of rows by id, which nothing makes slow), and JIT off (see
-    :data:`~plone.pgcatalog.connection.NO_JIT`): a round trip only when the
+    for reads of rows by id, which nothing makes slow), JIT and parallel
+    workers off (see :data:`~plone.pgcatalog.connection.NO_JIT`,
+    ``NO_PARALLEL``): a round trip only when the
     setting changed since the session last had it."""
     known = _session_timeouts.get(conn, _NEW)
     if timeout is None and known is not _NEW:
@@ -123,6 +124,7 @@ def set_session(conn: psycopg.Connection, timeout: int | None) -> None:
     if known is _NEW or known != timeout:
         if known is _NEW:
             conn.execute("SET SESSION jit = off")
+            conn.execute("SET SESSION max_parallel_workers_per_gather = 0")
         conn.execute(timeout_sql(timeout or 0, "SESSION"))
         _session_timeouts[conn] = timeout
 
