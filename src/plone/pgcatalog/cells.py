@@ -45,6 +45,10 @@ rows left hold common words only, one set of them (at least one a part):
 each set is walked as a combination, and the sets' combinations are read
 in one order of their bounds.  A row is scored from its words among the
 query's (each with its idf), whichever way it was found, and counted once.
+
+A phrase scores the sum of its words, and a ``NOT`` part nothing: the
+phrase's words are parts, and the phrase and each ``NOT`` part are
+criteria of the rows found (:func:`cell_terms`).
 """
 
 from __future__ import annotations
