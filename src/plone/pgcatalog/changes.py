@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from plone.pgcatalog.overlay import site_scope
+from plone.pgcatalog.registry import IndexDef
 from plone.pgcatalog.registry import OPEN_END
 from plone.pgcatalog.schema import CATALOG_ROWS
 from plone.pgcatalog.schema import COMMITS
@@ -30,7 +31,7 @@ from plone.pgcatalog.schema import ROWS
 from typing import Any
 
 
-__all__ = ["ALL", "NONE", "SINCE", "SOME", "Moment", "signed_rows"]
+__all__ = ["ALL", "EFFECTIVE_RANGE", "NONE", "SINCE", "SOME", "Moment", "signed_rows"]
 
 SINCE = "pgcatalog_since"
 """The statement's row of what changed since *A*: ``changed`` (one of
@@ -58,6 +59,19 @@ class Moment:
 
     def sql(self) -> str:
         return f"COALESCE({self.start} <= %s AND {self.end} >= %s, false)"
+
+    @classmethod
+    def of(cls, index: IndexDef, minute: int) -> Moment:
+        """The moment of the DateRangeIndex *index* at *minute*, whose answer
+        was made at no other minute yet."""
+        start, end, *_ = index.range_expressions()
+        return cls(start, end, None, minute)
+
+
+EFFECTIVE_RANGE = "effectiveRange"
+"""The DateRangeIndex Plone's ``searchResults`` adds a criterion of at the
+minute for who may not see inactive items: the criterion a
+:class:`Moment` is made of."""
 
 
 _SINCE_SQL = f"""{SINCE} AS MATERIALIZED (

@@ -33,6 +33,7 @@ from dataclasses import replace
 from functools import partial
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.changes import ALL
+from plone.pgcatalog.changes import EFFECTIVE_RANGE
 from plone.pgcatalog.changes import Moment
 from plone.pgcatalog.changes import NONE
 from plone.pgcatalog.changes import SINCE
@@ -64,7 +65,6 @@ __all__ = ["Facet", "facet_counts"]
 VALUE_KINDS = (r.FIELD, r.KEYWORD, r.BOOLEAN)
 
 _ROWS = "pgcatalog_facet_rows"
-_MOMENT = "effectiveRange"  # (searchResults adds it for who may not see inactive items)
 # the rows of the statement that are not a value's count
 _SINCE_ROW, _TOTALS_ROW = -1, -2
 
@@ -105,12 +105,11 @@ def facet_counts(
     # the effective range's minute moves: its criterion goes last, its
     # minute is no part of what identifies the counts (see changes.Moment)
     moment = None
-    if _MOMENT in shared and getattr(defs.get(_MOMENT), "kind", None) == r.DATE_RANGE:
-        at = compiled({_MOMENT: shared.pop(_MOMENT)})
+    if EFFECTIVE_RANGE in shared and getattr(defs.get(EFFECTIVE_RANGE), "kind", None) == r.DATE_RANGE:
+        at = compiled({EFFECTIVE_RANGE: shared.pop(EFFECTIVE_RANGE)})
         if at is None:
             return {index.name: Facet({}, 0) for index in named}
-        start, end, *_ = defs[_MOMENT].range_expressions()
-        moment = Moment(start, end, None, at[1][0])
+        moment = Moment.of(defs[EFFECTIVE_RANGE], at[1][0])
     common = compiled(shared)
     if common is None:
         return {index.name: Facet({}, 0) for index in named}

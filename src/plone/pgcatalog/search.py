@@ -27,6 +27,7 @@ from plone.pgcatalog.cells import Terms
 from plone.pgcatalog.expansions import Glob
 from plone.pgcatalog.expansions import globs_of
 from plone.pgcatalog.expansions import words_of
+from plone.pgcatalog.changes import EFFECTIVE_RANGE
 from plone.pgcatalog.changes import Moment
 from plone.pgcatalog.counts import count_column
 from plone.pgcatalog.counts import count_statement
@@ -249,15 +250,14 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
 
         def timeless() -> tuple[Statement | None, Moment] | None:
             """The query without its effective range, and that range."""
-            index = defs.get(_MOMENT)
-            if _MOMENT not in query or index is None or index.kind != r.DATE_RANGE:
+            index = defs.get(EFFECTIVE_RANGE)
+            if EFFECTIVE_RANGE not in query or index is None or index.kind != r.DATE_RANGE:
                 return None
-            at = build(canonical({_MOMENT: query[_MOMENT]}), defs, lexicons, catalog.path)
+            at = build(canonical({EFFECTIVE_RANGE: query[EFFECTIVE_RANGE]}), defs, lexicons, catalog.path)
             if at is None or len(at.params) != 2:
                 return None
-            others = {key: value for key, value in query.items() if key != _MOMENT}
-            start, end, *_ = index.range_expressions()
-            moment = Moment(start, end, None, at.params[0])
+            others = {key: value for key, value in query.items() if key != EFFECTIVE_RANGE}
+            moment = Moment.of(index, at.params[0])
             return build(canonical(others), defs, lexicons, catalog.path, expansions), moment
 
         return _plan(
@@ -429,10 +429,6 @@ def _iterates_index(catalog: Catalog, plan: Plan) -> bool:
     keys = made(read(catalog.tool, sql, params, site=catalog.site)[0])
     return iterates_index(matches, keys)
 
-
-_MOMENT = "effectiveRange"
-"""The effective range Plone's ``searchResults`` adds for who may not see
-inactive items: its minute moves once a minute."""
 
 MAX_BEST = 1000
 """The longest page taken from the text's cells (cells.best_rows)."""
