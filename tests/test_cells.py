@@ -18,6 +18,7 @@ from plone.app.testing import SITE_OWNER_NAME
 from plone.pgcatalog import cells
 from plone.pgcatalog import registry as r
 from plone.pgcatalog import counts
+from plone.pgcatalog import frequencies
 from plone.pgcatalog import kept
 from plone.pgcatalog import search
 from plone.pgcatalog import tops
@@ -181,6 +182,7 @@ class CellsTest(unittest.TestCase):
             patched.start()
             self.addCleanup(patched.stop)
         counts._counts.clear()  # (a word's count decides the way: see the last tests)
+        frequencies.clear()
         tops.clear()
 
     def compare(self, who, queries=QUERIES):
@@ -301,6 +303,7 @@ class CellsTest(unittest.TestCase):
             with contextlib.ExitStack() as stack:
                 for name, value in patches.items():
                     stack.enter_context(mock.patch.object(cells, name, value))
+                found(self.pg, query)  # (its words counted: the next search knows them)
                 answered = stack.enter_context(walks())
                 ours = found(self.pg, query)
                 self.assertEqual(ours, every_match_scored(self.pg, query), query)
@@ -420,3 +423,85 @@ class CellsTest(unittest.TestCase):
         with walks() as answered:
             self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
         self.assertEqual(answered, [lengths[0]])
+
+
+@contextlib.contextmanager
+def vectors():
+    """What changed since each glob's dfs were made, as each statement of
+    them read it (``changes.NONE``, ``SOME``, ``ALL``)."""
+    seen = []
+    statement = frequencies.frequencies_statement
+
+    def spy(*args):
+        sql, params, made = statement(*args)
+
+        def making(row):
+            seen.append(row[3])
+            return made(row)
+
+        return sql, params, making
+
+    with mock.patch.object(search, "frequencies_statement", spy):
+        yield seen
+
+
+class GlobFrequenciesTest(unittest.TestCase):
+    """A glob of many words ("qua*": ten) has their dfs made as one answer,
+    brought up to date from the change log after a commit, and shared
+    with a process new to it."""
+
+    layer = DIFFERENTIAL_TESTING
+    query = {"SearchableText": "topa* AND qua*", **PAGE}
+    compare = CellsTest.compare
+
+    def setUp(self):
+        CellsTest.setUp(self)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        patched = mock.patch.object(cells, "FEW", 4)  # (the rare words read first)
+        patched.start()
+        self.addCleanup(patched.stop)
+
+    def change(self):
+        """In both catalogs: a document that holds two of the words more,
+        one that loses its rare ones, one deleted."""
+        for site in (self.pg, self.z):
+            setSite(site)
+            api.content.create(
+                container=site, type="Document", id="new", title="New", description="quasar quake topaz amber"
+            )
+            changed = site.get("doc-003") or site["shelf"]["doc-003"]
+            changed.setDescription("topaz birch")
+            changed.reindexObject()
+            api.content.delete(obj=site.get("doc-002") or site["shelf"]["doc-002"])
+            transaction.commit()
+
+    def dfs(self):
+        words = sorted(w for w in (*RARE, "quartz") if w.startswith("qua"))
+        catalog = self.pg.portal_catalog
+        text = r.index_defs(catalog)["SearchableText"]
+        made = frequencies.remembered_frequencies(catalog, "/plone", text, words)
+        with mock.patch.object(search, "_best_rows", lambda *args: None):
+            held = [len(catalog.unrestrictedSearchResults(SearchableText=word)) for word in words]
+        return made, held
+
+    def test_brought_up_to_date_after_a_commit(self):
+        with vectors() as seen:
+            self.compare("before", [self.query])
+            self.change()
+            self.compare("after", [self.query])
+            transaction.begin()
+            self.compare("unchanged", [self.query])
+        self.assertEqual(seen, ["all", "some", "none"])
+        made, held = self.dfs()
+        self.assertEqual(made, held)
+
+    def test_a_process_new_to_them_brings_the_shared_ones_up_to_date(self):
+        with vectors() as seen, mock.patch.object(frequencies, "SHARED_FROM", 1):
+            self.compare("shared", [self.query])
+            self.change()
+            frequencies.clear()  # (a process new to them)
+            counts._counts.clear()
+            self.compare("new process", [self.query])
+        self.assertEqual(seen, ["all", "some"])
+        made, held = self.dfs()
+        self.assertEqual(made, held)

@@ -344,7 +344,8 @@ def best_rows(
         return None
     statistics = [total, documents, documents]
     common_dfs = [held[word] for word in common]
-    first = _first_rows(read, parts, common, common_dfs, few, where, [*statistics, *params])
+    few_dfs = [held[word] for word in few]
+    first = _first_rows(read, parts, common, common_dfs, few, few_dfs, where, [*statistics, *params])
     if first is None or not sets:  # (no set: every match holds a word of few rows, and was read)
         return None if first is None else [(zoid, path, score) for score, zoid, path in first[:needed]]
     idfs = {word: math.log(1.0 + documents / (held[word] or 1)) * 1024.0 for word in common}
@@ -383,17 +384,18 @@ def _first_rows(
     common: Sequence[str],
     common_dfs: Sequence[int | None],
     few: Sequence[str],
+    few_dfs: Sequence[int | None],
     where: str,
     params: list,
 ) -> list[tuple[int, int, str]] | None:
     """``(score, zoid, path)`` of the rows matching the *parts* and
     *where* that no combination of the *common* words (held by
-    *common_dfs* rows) reads: those holding one of the *few* words
-    (counted here: remembered counts of many words, each brought up to
-    date from the change log, would cost more), or a common one at a rare
-    frequency; best first; None where they are more than
-    :data:`MAX_READ`.  *params*: the index's statistics (total words and
-    documents, documents), then *where*'s."""
+    *common_dfs* rows) reads: those holding one of the *few* words (held
+    by *few_dfs* rows; None: counted here, where remembered counts of
+    many words, each brought up to date from the change log, would cost
+    more), or a common one at a rare frequency; best first; None where
+    they are more than :data:`MAX_READ`.  *params*: the index's
+    statistics (total words and documents, documents), then *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
     keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
     matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
@@ -413,8 +415,10 @@ def _first_rows(
         f" AND COALESCE(searchable_text @@ %s::tsquery AND ({where}), false) LIMIT %s"
     )
     statistics, where_params = params[:3], params[3:]
-    words = [*common, *few]
-    counted = [list(common_dfs), [lexeme(word) for word in few]]
+    given = [(word, df) for word, df in zip(few, few_dfs, strict=True) if df is not None]
+    unknown = [word for word, df in zip(few, few_dfs, strict=True) if df is None]
+    words = [*common, *(word for word, _ in given), *unknown]
+    counted = [[*common_dfs, *(df for _, df in given)], [lexeme(word) for word in unknown]]
     rows = read(
         sql, [*counted, *statistics, words, words, *reached_params, matched, *where_params, MAX_READ + 1]
     )

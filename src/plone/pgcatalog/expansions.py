@@ -35,7 +35,7 @@ __all__ = ["CELL_WORDS", "Glob", "MAX_WORDS", "expand", "globs_of", "words_of"]
 MAX_WORDS = 8
 """The most words a glob is compiled as (a prefix of one letter stands for
 thousands)."""
-CELL_WORDS = 64
+CELL_WORDS = 256
 """The most words of a glob read for the text's cells (a three-letter
 prefix of a common word stands for it and for dozens of rare ones)."""
 

@@ -14,19 +14,40 @@ statement before the search, which then takes them as a parameter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Hashable
 from collections.abc import Sequence
 from plone.pgcatalog import registry as r
+from plone.pgcatalog.changes import ALL
+from plone.pgcatalog.changes import SINCE
+from plone.pgcatalog.changes import signed_rows
 from plone.pgcatalog.counts import count_statement
+from plone.pgcatalog.counts import Remembered
+from plone.pgcatalog.counts import SHARED_FROM
+from plone.pgcatalog.counts import SIZE
 from plone.pgcatalog.counts import remembered_count
 from plone.pgcatalog.counts import side_by_side
 from plone.pgcatalog.counts import statement_key
 from plone.pgcatalog.counts import unchanged_key
 from plone.pgcatalog.database import read
+from plone.pgcatalog.schema import generation_sql
+from plone.pgcatalog.schema import ROWS
+from plone.pgcatalog.schema import SHARED
+from plone.pgcatalog.shared import digest
+from plone.pgcatalog.shared import share
 from plone.pgcatalog.text import lexeme
 from typing import Any
 
 
-__all__ = ["INLINE", "MAX_WORDS", "document_frequencies", "holding"]
+__all__ = [
+    "GLOB_WORDS",
+    "INLINE",
+    "MAX_WORDS",
+    "document_frequencies",
+    "frequencies_statement",
+    "holding",
+    "remembered_frequencies",
+]
 
 MAX_WORDS = 16
 """The most words whose counts are read before a search (each is a count
@@ -67,3 +88,110 @@ def document_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequenc
     ]
     sql, params, made = side_by_side(statements)
     return made(read(tool, f"SELECT * FROM {sql}", params, site=site)[0])
+
+
+GLOB_WORDS = 8
+"""A part of a text query of more words than this (a glob, the words it
+stands for ORed) has their dfs made as one answer
+(:func:`frequencies_statement`)."""
+
+_vectors = Remembered(SIZE)
+"""The dfs of each glob's words (:func:`frequencies_statement`) by
+:func:`~plone.pgcatalog.counts.unchanged_key`: (generation, (dfs, stamp
+of the commit they were made at))."""
+
+_HELD = "pgcatalog_held"
+# a vector another process shared, and the stamp of its commit (%s: its digest)
+_SHARED_DFS = (
+    "SELECT array_agg(e.value::bigint ORDER BY e.n)"
+    f" FROM {SHARED}, jsonb_array_elements_text(answer -> 'dfs') WITH ORDINALITY AS e(value, n)"
+    " WHERE key = %s"
+)
+_SHARED_STAMP = f"SELECT stamp FROM {SHARED} WHERE key = %s AND answer ? 'dfs'"
+
+
+def _vector_key(tool: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> Hashable | None:
+    return unchanged_key(tool, site, ("frequencies", index.name, tuple(words)))
+
+
+def remembered_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[int] | None:
+    """The dfs of *words* this process last made in one
+    (:func:`frequencies_statement`), whatever changed since; None where
+    it made none.  A hint, never an answer."""
+    key = _vector_key(tool, site, index, words)
+    known = None if key is None else _vectors.get(key)
+    return None if known is None else list(known[1][0])
+
+
+def frequencies_statement(
+    tool: Any, site: str, index: r.IndexDef, words: Sequence[str]
+) -> tuple[str, list, Callable[[Sequence[Any]], list[int]]] | None:
+    """The dfs of many *words* (a glob's: dozens, hundreds) as one answer
+    (a row of ``counts.WIDTH`` columns), and what makes it of that row;
+    None in a transaction with catalog changes of its own.  Their own
+    count statements, side by side, each read the change log after a
+    commit (0.2 ms a word); here one reads it for all: the rows changed
+    since, as they are and as they were, each adds or takes one from each
+    of the words it holds.  Made from every row (each word counted
+    through the text index) where nothing is remembered nor shared, or
+    the log cannot tell."""
+    key = _vector_key(tool, site, index, words)
+    if key is None:
+        return None
+    expression = index.expression()
+    known_generation, (kept, stamp) = _vectors.get(key) or (None, (None, None))
+    dfs = None if kept is None else list(kept)
+    shared = digest(key) if dfs is None else None
+    where, where_params = f"{expression} @@ %s::tsquery", [" | ".join(map(lexeme, words))]
+    words = list(words)
+    since, signed, signed_params = signed_rows(
+        f"ts_filter(setweight({expression}, 'A', %s::text[]), '{{a}}') AS held",
+        where,
+        [words, *where_params],
+        site,
+        stamp,
+        shared=None if shared is None else (_SHARED_STAMP, [shared]),
+    )
+    generation = generation_sql(frozenset({index.changes}))
+    before, before_params = ("%s::bigint[]", [dfs]) if shared is None else (f"({_SHARED_DFS})", [shared])
+    counted = (
+        f"(SELECT array_agg((SELECT count(*) FROM {ROWS} WHERE {expression} @@ v.q) ORDER BY v.i)"
+        " FROM unnest(%s::tsquery[]) WITH ORDINALITY AS v(q, i))"
+    )
+    # (the rows changed since: one more or one less for each word they hold)
+    brought = (
+        f"(SELECT array_agg(k.df + COALESCE(d.delta, 0) ORDER BY k.i)"
+        f" FROM unnest({before}, %s::text[]) WITH ORDINALITY AS k(df, word, i)"
+        f" LEFT JOIN (SELECT u.lexeme, sum(s.sign) AS delta FROM {_HELD} s, unnest(s.held) AS u"
+        " GROUP BY u.lexeme) AS d ON d.lexeme = k.word)"
+    )
+    sql = (
+        f"WITH {since},\n{_HELD} AS MATERIALIZED ({signed})\n"
+        f"SELECT CASE WHEN {generation} = %s THEN %s::bigint[]"
+        f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {counted}"
+        f" ELSE {brought} END,"
+        f" {generation}, (SELECT stamp FROM {SINCE}), (SELECT changed FROM {SINCE})"
+    )
+    params = [
+        *signed_params,
+        known_generation,
+        dfs,
+        [lexeme(word) for word in words],
+        *before_params,
+        words,
+    ]
+
+    def made(row: Sequence[Any]) -> list[int]:
+        found, made_at, now, changed = row
+        answer = [int(n) for n in found or [0] * len(words)]
+        _vectors.put(key, made_at, (tuple(answer), now))
+        if changed == ALL and sum(answer) >= SHARED_FROM:
+            share(tool, key, now, {"dfs": answer})
+        return answer
+
+    return sql, params, made
+
+
+def clear() -> None:
+    """Forget every remembered vector (tests start from nothing)."""
+    _vectors.clear()

@@ -67,6 +67,9 @@ from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
 from plone.pgcatalog.frequencies import document_frequencies
+from plone.pgcatalog.frequencies import frequencies_statement
+from plone.pgcatalog.frequencies import GLOB_WORDS
+from plone.pgcatalog.frequencies import remembered_frequencies
 from plone.pgcatalog.frequencies import holding as word_holding
 from plone.pgcatalog.tops import first_lengths
 from plone.pgcatalog.tops import Lengths
@@ -454,29 +457,40 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         return None  # (before any round trip: every match is scored)
     tool, site = catalog.tool, catalog.site
     text = catalog.indexes[r.SEARCHABLE_TEXT]
-    keys = [statement_key(*word_holding(text, word)) for word in words]
-    known = dict(zip(words, (remembered_count(tool, site, key) for key in keys), strict=True))
+    # a glob of many words: their dfs are one answer (frequencies_statement)
+    globs = [part for part in terms if len(part) > GLOB_WORDS]
+    single = [word for part in terms if len(part) <= GLOB_WORDS for word in part]
+    keys = [statement_key(*word_holding(text, word)) for word in single]
+    known: dict[str, int | None] = dict(
+        zip(single, (remembered_count(tool, site, key) for key in keys), strict=True)
+    )
+    for part in globs:
+        hint: Sequence[int | None] = remembered_frequencies(tool, site, text, part) or [None] * len(part)
+        known.update(zip(part, hint, strict=True))
     if all(_few(known[word]) for word in words):
         return None  # (every match holds words of few rows: scored whole, with no round trip)
     # the rows holding each word not known to be held by few (its df:
-    # those are counted as their rows are read), where the cells of those
-    # known to be common begin (the others', once counted, if common), the
-    # index's statistics, and the generation of what the walk reads: a
-    # walk takes a statement per batch of cells, and is kept until that
-    # changes
+    # those are counted as their rows are read), and all of a glob's of
+    # many words, where the cells of those known to be common begin (the
+    # others', once counted, if common), the index's statistics, and the
+    # generation of what the walk reads: a walk takes a statement per
+    # batch of cells, and is kept until that changes
     counted = {
         word: count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
-        for word, key in zip(words, keys, strict=True)
+        for word, key in zip(single, keys, strict=True)
         if not _few(known[word])
     }
+    vectors = [frequencies_statement(tool, site, text, part) for part in globs]
     begun = {
         word: statement
-        for word in counted
-        if known[word] is not None
+        for word in words
+        if known[word] is not None and not _few(known[word])
         for statement in [lengths_statement(tool, site, text, word)]
         if statement is not None
     }
-    sql, statement_params, made = side_by_side([*counted.values(), *begun.values()])
+    if None in vectors:
+        return None
+    sql, statement_params, made = side_by_side([*counted.values(), *filter(None, vectors), *begun.values()])
     found = read(
         tool,
         f"SELECT * FROM {sql}, ({_TEXT_STATS}) AS s, (SELECT {generation({*plan.reads, text.changes})}) AS g",
@@ -487,8 +501,10 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         return None
     answers = made(found[0])
     held = dict(zip(counted, answers, strict=False))
+    for part, dfs_of in zip(globs, answers[len(counted) :], strict=False):
+        held.update(zip(part, dfs_of, strict=True))
     dfs = [held.get(word) for word in words]
-    begins = dict(zip(begun, answers[len(counted) :], strict=True))
+    begins = dict(zip(begun, answers[len(counted) + len(globs) :], strict=True))
     documents, total, now = found[0][WIDTH * len(answers) :]
 
     def lengths(asked: Sequence[str]) -> Sequence[Lengths] | None:
