@@ -24,6 +24,8 @@ from Products.CMFCore.indexing import processQueue
 from Products.ZCatalog.plan import PriorityMap
 from zope.component.hooks import setSite
 
+from unittest import mock
+
 import psycopg
 import transaction
 import unittest
@@ -195,6 +197,11 @@ class GlobExpansionTest(unittest.TestCase):
                     sorted(zip(zscores, zpaths, strict=True)), sorted(zip(pscores, ppaths, strict=True)), what
                 )
 
+    def held(self, words):
+        """How many of our rows hold each of *words*."""
+        catalog = self.layer["app"]["plone"].portal_catalog
+        return [len(catalog.unrestrictedSearchResults(SearchableText=word)) for word in words]
+
     def test_globs_as_their_words(self):
         from plone.pgcatalog import expansions
         from plone.pgcatalog import search
@@ -232,9 +239,30 @@ class GlobExpansionTest(unittest.TestCase):
                     processQueue()
             transaction.commit()
             found.clear()
-            self.compare("too many words: the glob stays one in the statement")
-            # (read all the same, for the text's cells: test_cells.py)
-            self.assertEqual(len(found[0][("SearchableText", "riv*")]), 4 + expansions.MAX_WORDS)
+            given = []
+            given_frequencies = search.given_frequencies
+
+            def giving(tool, site, index, words, globs):
+                answer = given_frequencies(tool, site, index, words, globs)
+                given.append((words, globs, answer))
+                return answer
+
+            with mock.patch.object(search, "given_frequencies", giving):
+                self.compare("too many words: the glob stays one in the statement")
+                # (read all the same, for the text's cells: test_cells.py)
+                riv = found[0][("SearchableText", "riv*")]
+                self.assertEqual(len(riv), 4 + expansions.MAX_WORDS)
+                # its words' dfs given to the statement that scores every match
+                self.assertIn(([], [riv], ([], [self.held(riv)])), given)
+                for site in (app["plone"], app["zplone"]):  # (brought up to date)
+                    setSite(site)
+                    api.content.create(container=site, type="Document", id="more", title="Riv0x rivet")
+                    processQueue()
+                transaction.commit()
+                given.clear()
+                self.compare("a commit later")
+                self.assertIn(([], [riv], ([], [self.held(riv)])), given)
+                self.assertIn(2, self.held(riv))
         finally:
             search.words_of = words_of
 

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_WORDS",
     "document_frequencies",
     "frequencies_statement",
+    "given_frequencies",
     "holding",
     "remembered_frequencies",
 ]
@@ -195,3 +196,28 @@ def frequencies_statement(
 def clear() -> None:
     """Forget every remembered vector (tests start from nothing)."""
     _vectors.clear()
+
+
+def given_frequencies(
+    tool: Any, site: str, index: r.IndexDef, words: Sequence[str], globs: Sequence[Sequence[str]]
+) -> tuple[list[int], list[list[int]]] | None:
+    """The dfs of *words* (:func:`document_frequencies`) and those of each
+    glob's words in *globs* (:func:`frequencies_statement`), in one
+    statement; None where the search had better count them itself (as
+    :func:`document_frequencies` says, where there is no glob)."""
+    if not globs:
+        dfs = document_frequencies(tool, site, index, words) if words else None
+        return None if dfs is None else (dfs, [])
+    if len(words) > MAX_WORDS:
+        return None
+    keys = [statement_key(*holding(index, word)) for word in words]
+    vectors = [frequencies_statement(tool, site, index, glob) for glob in globs]
+    if any(unchanged_key(tool, site, key) is None for key in keys) or None in vectors:
+        return None
+    statements = [
+        count_statement(tool, *holding(index, word), {index.changes}, key, site)
+        for word, key in zip(words, keys, strict=True)
+    ]
+    sql, params, made = side_by_side([*statements, *filter(None, vectors)])
+    answers = made(read(tool, f"SELECT * FROM {sql}", params, site=site)[0])
+    return answers[: len(words)], answers[len(words) :]

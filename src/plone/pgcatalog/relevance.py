@@ -45,12 +45,30 @@ from plone.pgcatalog.text import text_condition
 from plone.pgcatalog.values import array_literal
 
 
-__all__ = ["GIVEN_DF", "Scored", "compact_word_counts_sql", "counted_words", "ranked_sql", "score_scale"]
+__all__ = [
+    "GIVEN_DF",
+    "GivenGlob",
+    "Scored",
+    "compact_word_counts_sql",
+    "counted_words",
+    "ranked_sql",
+    "score_scale",
+]
 
 
 GIVEN_DF = object()
 """Where :func:`ranked_sql` with *given_df* wants the array of its words'
 document frequencies among its parameters (:func:`counted_words`' order)."""
+
+
+@dataclass(frozen=True)
+class GivenGlob:
+    """Where :func:`ranked_sql` with *given_df* wants the document
+    frequencies of the words glob *pattern* stands for, among its
+    parameters: a JSON object, word to df (a word it lacks is counted in
+    the statement: ``{}`` counts them all)."""
+
+    pattern: str
 
 
 @dataclass
@@ -237,13 +255,18 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         ctes, params = [], []
         for pattern, number in self.globs.items():
             expansions, expansion_params = self._expansions(pattern)
+            df = f"(SELECT count(*) FROM {ROWS} WHERE {expr} @@ {query})"
+            if self.given_df:
+                df, given = f"COALESCE((%s::jsonb ->> e.word)::bigint, {df})", [GivenGlob(pattern)]
+            else:
+                given = []
             ctes.append(
                 f"pgcatalog_g{n}_{number} AS MATERIALIZED (SELECT e.word,"
                 f" {_idf1024('e.df')} AS idf1024"
-                f" FROM pgcatalog_s{n} AS s, (SELECT word, (SELECT count(*) FROM {ROWS} WHERE {expr} @@ {query}) AS df"
+                f" FROM pgcatalog_s{n} AS s, (SELECT word, {df} AS df"
                 f" FROM ({expansions}) AS e OFFSET 0) AS e WHERE e.df > 0)"
             )
-            params += expansion_params
+            params += [*given, *expansion_params]
         return ctes, params
 
     def _idf(self, documents_with: str) -> str:
@@ -386,19 +409,18 @@ def _one_scan(node) -> bool:
     )
 
 
-def counted_words(scored: Sequence[Scored]) -> list[str] | None:
-    """The words whose document frequencies a search ordered by *scored*
-    counts before it scores (in the order :data:`GIVEN_DF` wants them),
-    where they may be given instead: one text index, a query it does not
-    score in one scan (which counts them as it reads their rows).  A
-    glob's words are counted in the statement (a glob of more than
-    ``expansions.MAX_WORDS`` words: mostly rare ones, each a short count),
-    a word's df is given (a frequent word's rows take a second or more to
-    count at a million rows)."""
+def counted_words(scored: Sequence[Scored]) -> tuple[list[str], list[str]] | None:
+    """The words and the globs whose words' document frequencies a search
+    ordered by *scored* counts before it scores (the words in the order
+    :data:`GIVEN_DF` wants them, each glob a :class:`GivenGlob`), where
+    they may be given instead: one text index, a query it does not score
+    in one scan (which counts them as it reads their rows).  A frequent
+    word's rows take a second or more to count at a million rows, and a
+    glob (of more than ``expansions.MAX_WORDS`` words) may stand for one."""
     if len(scored) != 1 or _one_scan(scored[0].tree):
         return None
     index = _Index(0, scored[0], None)
-    return list(index.words) if index.words else None
+    return (list(index.words), list(index.globs)) if index.words or index.globs else None
 
 
 def ranked_sql(
@@ -406,8 +428,9 @@ def ranked_sql(
 ) -> tuple[str, list]:
     """``WITH ..., pgcatalog_scored AS (...)``: every match of *where* with
     its score (the sum over the text indexes), to be selected from.  With
-    *given_df* (where :func:`counted_words` names words) their document
-    frequencies are a parameter, :data:`GIVEN_DF` in the list."""
+    *given_df* (where :func:`counted_words` names words or globs) their
+    document frequencies are parameters, :data:`GIVEN_DF` and each
+    :class:`GivenGlob` in the list."""
     if len(scored) == 1 and _one_scan(scored[0].tree):
         return _Index(0, scored[0], pending, one_scan=True).one_scan(where, where_params)
     parts = [_Index(number, s, pending, given_df=given_df) for number, s in enumerate(scored)]

@@ -66,7 +66,7 @@ from plone.pgcatalog.query.page import keyed_count_sql
 from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
-from plone.pgcatalog.frequencies import document_frequencies
+from plone.pgcatalog.frequencies import given_frequencies
 from plone.pgcatalog.frequencies import frequencies_statement
 from plone.pgcatalog.frequencies import GLOB_WORDS
 from plone.pgcatalog.frequencies import remembered_frequencies
@@ -76,6 +76,7 @@ from plone.pgcatalog.tops import Lengths
 from plone.pgcatalog.tops import lengths_statement
 from plone.pgcatalog.relevance import counted_words
 from plone.pgcatalog.relevance import GIVEN_DF
+from plone.pgcatalog.relevance import GivenGlob
 from plone.pgcatalog.relevance import ranked_sql
 from plone.pgcatalog.values import array_literal
 from plone.pgcatalog.results import CatalogResults
@@ -90,6 +91,7 @@ from typing import Any
 from ZTUtils.Lazy import LazyCat
 
 import math
+import orjson
 
 
 __all__ = ["Catalog", "Plan", "all_records", "search"]
@@ -153,9 +155,10 @@ class Plan:
     # the globs of a query ordered by relevance, to compile as the words
     # they expand to (expansions.py)
     globs: tuple[Glob, ...] = ()
-    # the words whose document frequencies the ranked statement may be
-    # given (frequencies.py), with that statement and its parameters
-    given: tuple[list[str], str, list] | None = None
+    # the words, and the globs (with their words), whose document
+    # frequencies the ranked statement may be given (frequencies.py), with
+    # that statement and its parameters
+    given: tuple[list[str], dict[str, tuple[str, ...]], str, list] | None = None
     # a query with the effective range Plone adds for who may not see
     # inactive items: the WHERE of its matches without it, its parameters,
     # its count key and the range at the query's minute (changes.Moment),
@@ -211,8 +214,17 @@ def _plan(
     ordering = add_sort(stmt, spec)
     where = ordering.where_sql(stmt)
     ranked = ranked_sql(ordering.scored, where, stmt.params, None) if ordering.scored else None
-    words = counted_words(ordering.scored) if ordering.scored else None
-    given = (words, *ranked_sql(ordering.scored, where, stmt.params, None, given_df=True)) if words else None
+    counted = counted_words(ordering.scored) if ordering.scored else None
+    given = None
+    if counted is not None:
+        # (a glob of few words is compiled as them; one the lexicon was not read for is counted)
+        words, patterns = counted
+        name = ordering.scored[0].index.name
+        globs = {
+            p: expansions[(name, p)] for p in patterns if len(expansions.get((name, p), ())) > GLOB_WORDS
+        }
+        if words or globs:
+            given = (words, globs, *ranked_sql(ordering.scored, where, stmt.params, None, given_df=True))
     return Plan(
         stmt,
         ordering,
@@ -629,10 +641,23 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
             # the index's statistics are read as this transaction sees them
             return ranked_sql(plan.ordering.scored, plan.where, stmt.params, pending)
         if plan.given is not None:
-            words, given_head, given_params = plan.given
-            df = document_frequencies(catalog.tool, catalog.site, plan.ordering.scored[0].index, words)
-            if df is not None:
-                return given_head, [array_literal(df) if p is GIVEN_DF else p for p in given_params]
+            words, globs, given_head, given_params = plan.given
+            index = plan.ordering.scored[0].index
+            found = given_frequencies(catalog.tool, catalog.site, index, words, list(globs.values()))
+            if found is not None:
+                df, vectors = found
+                objects = {
+                    pattern: orjson.dumps(dict(zip(expanded, dfs, strict=True))).decode()
+                    for (pattern, expanded), dfs in zip(globs.items(), vectors, strict=True)
+                }
+                return given_head, [
+                    array_literal(df)
+                    if p is GIVEN_DF
+                    else objects.get(p.pattern, "{}")
+                    if isinstance(p, GivenGlob)
+                    else p
+                    for p in given_params
+                ]
         return committed
 
     def select(
