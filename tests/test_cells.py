@@ -462,12 +462,13 @@ class GlobFrequenciesTest(unittest.TestCase):
         self.addCleanup(patched.stop)
 
     def change(self):
-        """In both catalogs: a document that holds two of the words more,
-        one that loses its rare ones, one deleted."""
+        """In both catalogs: a document that holds two of the words more and
+        one new to the glob's (counted alone), one that loses its rare
+        ones, one deleted."""
         for site in (self.pg, self.z):
             setSite(site)
             api.content.create(
-                container=site, type="Document", id="new", title="New", description="quasar quake topaz amber"
+                container=site, type="Document", id="new", title="New", description="quasar quake quagga topaz amber"
             )
             changed = site.get("doc-003") or site["shelf"]["doc-003"]
             changed.setDescription("topaz birch")
@@ -476,7 +477,7 @@ class GlobFrequenciesTest(unittest.TestCase):
             transaction.commit()
 
     def dfs(self):
-        words = sorted(w for w in (*RARE, "quartz") if w.startswith("qua"))
+        words = sorted(w for w in (*RARE, "quartz", "quagga") if w.startswith("qua"))
         catalog = self.pg.portal_catalog
         text = r.index_defs(catalog)["SearchableText"]
         made = frequencies.remembered_frequencies(catalog, "/plone", text, words)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Hashable
 from collections.abc import Sequence
+from os.path import commonprefix
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.changes import ALL
 from plone.pgcatalog.changes import SINCE
@@ -37,6 +38,8 @@ from plone.pgcatalog.shared import digest
 from plone.pgcatalog.shared import share
 from plone.pgcatalog.text import lexeme
 from typing import Any
+
+import orjson
 
 
 __all__ = [
@@ -97,31 +100,31 @@ stands for ORed) has their dfs made as one answer
 (:func:`frequencies_statement`)."""
 
 _vectors = Remembered(SIZE)
-"""The dfs of each glob's words (:func:`frequencies_statement`) by
-:func:`~plone.pgcatalog.counts.unchanged_key`: (generation, (dfs, stamp
-of the commit they were made at))."""
+"""The dfs of glob's words (:func:`frequencies_statement`) by
+:func:`~plone.pgcatalog.counts.unchanged_key` of their common prefix:
+(generation, ({word: df}, stamp of the commit they were made at))."""
 
 _HELD = "pgcatalog_held"
-# a vector another process shared, and the stamp of its commit (%s: its digest)
-_SHARED_DFS = (
-    "SELECT array_agg(e.value::bigint ORDER BY e.n)"
-    f" FROM {SHARED}, jsonb_array_elements_text(answer -> 'dfs') WITH ORDINALITY AS e(value, n)"
-    " WHERE key = %s"
-)
+# the dfs another process shared, and the stamp of their commit (%s: the digest)
+_SHARED_DFS = f"SELECT answer -> 'dfs' FROM {SHARED} WHERE key = %s"
 _SHARED_STAMP = f"SELECT stamp FROM {SHARED} WHERE key = %s AND answer ? 'dfs'"
 
 
 def _vector_key(tool: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> Hashable | None:
-    return unchanged_key(tool, site, ("frequencies", index.name, tuple(words)))
+    """What the dfs of *words* are remembered under: their common prefix
+    (a glob's, mostly), so that a word new to the glob's expansion is
+    counted alone and the others' dfs are brought up to date."""
+    return unchanged_key(tool, site, ("frequencies", index.name, commonprefix(list(words))))
 
 
-def remembered_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[int] | None:
-    """The dfs of *words* this process last made in one
-    (:func:`frequencies_statement`), whatever changed since; None where
-    it made none.  A hint, never an answer."""
+def remembered_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[int | None]:
+    """The dfs of *words* this process last made (:func:`frequencies_statement`),
+    whatever changed since; None for each it made none of.  A hint, never
+    an answer."""
     key = _vector_key(tool, site, index, words)
     known = None if key is None else _vectors.get(key)
-    return None if known is None else list(known[1][0])
+    dfs = {} if known is None else known[1][0]
+    return [dfs.get(word) for word in words]
 
 
 def frequencies_statement(
@@ -133,18 +136,17 @@ def frequencies_statement(
     count statements, side by side, each read the change log after a
     commit (0.2 ms a word); here one reads it for all: the rows changed
     since, as they are and as they were, each adds or takes one from each
-    of the words it holds.  Made from every row (each word counted
-    through the text index) where nothing is remembered nor shared, or
-    the log cannot tell."""
+    of the words it holds.  A word not remembered (new to a glob's
+    expansion) is counted through the text index, as all are where
+    nothing is remembered nor shared, or the log cannot tell."""
     key = _vector_key(tool, site, index, words)
     if key is None:
         return None
     expression = index.expression()
     known_generation, (kept, stamp) = _vectors.get(key) or (None, (None, None))
-    dfs = None if kept is None else list(kept)
-    shared = digest(key) if dfs is None else None
-    where, where_params = f"{expression} @@ %s::tsquery", [" | ".join(map(lexeme, words))]
+    shared = digest(key) if kept is None else None
     words = list(words)
+    where, where_params = f"{expression} @@ %s::tsquery", [" | ".join(map(lexeme, words))]
     since, signed, signed_params = signed_rows(
         f"ts_filter(setweight({expression}, 'A', %s::text[]), '{{a}}') AS held",
         where,
@@ -154,40 +156,33 @@ def frequencies_statement(
         shared=None if shared is None else (_SHARED_STAMP, [shared]),
     )
     generation = generation_sql(frozenset({index.changes}))
-    before, before_params = ("%s::bigint[]", [dfs]) if shared is None else (f"({_SHARED_DFS})", [shared])
-    counted = (
-        f"(SELECT array_agg((SELECT count(*) FROM {ROWS} WHERE {expression} @@ v.q) ORDER BY v.i)"
-        " FROM unnest(%s::tsquery[]) WITH ORDINALITY AS v(q, i))"
+    known = (
+        None if kept is None else orjson.dumps({word: kept[word] for word in words if word in kept}).decode()
     )
-    # (the rows changed since: one more or one less for each word they hold)
-    brought = (
-        f"(SELECT array_agg(k.df + COALESCE(d.delta, 0) ORDER BY k.i)"
-        f" FROM unnest({before}, %s::text[]) WITH ORDINALITY AS k(df, word, i)"
-        f" LEFT JOIN (SELECT u.lexeme, sum(s.sign) AS delta FROM {_HELD} s, unnest(s.held) AS u"
-        " GROUP BY u.lexeme) AS d ON d.lexeme = k.word)"
-    )
+    before, before_params = ("%s::jsonb", [known]) if shared is None else (f"({_SHARED_DFS})", [shared])
+    count = f"(SELECT count(*) FROM {ROWS} WHERE {expression} @@ w.q)"
+    # each word's df then, and the rows changed since: one more or one
+    # less for each word they hold (a word not known then is counted)
     sql = (
         f"WITH {since},\n{_HELD} AS MATERIALIZED ({signed})\n"
-        f"SELECT CASE WHEN {generation} = %s THEN %s::bigint[]"
-        f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {counted}"
-        f" ELSE {brought} END,"
+        "SELECT (SELECT array_agg(CASE"
+        f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' OR NOT b.dfs ? w.word THEN {count}"
+        " ELSE (b.dfs ->> w.word)::bigint + COALESCE(d.delta, 0) END ORDER BY w.i)"
+        f" FROM (SELECT {before} AS dfs) AS b,"
+        " unnest(%s::text[], %s::tsquery[]) WITH ORDINALITY AS w(word, q, i)"
+        f" LEFT JOIN (SELECT u.lexeme, sum(s.sign) AS delta FROM {_HELD} s, unnest(s.held) AS u"
+        f" WHERE (SELECT changed FROM {SINCE}) <> '{ALL}' GROUP BY u.lexeme) AS d ON d.lexeme = w.word),"
         f" {generation}, (SELECT stamp FROM {SINCE}), (SELECT changed FROM {SINCE})"
     )
-    params = [
-        *signed_params,
-        known_generation,
-        dfs,
-        [lexeme(word) for word in words],
-        *before_params,
-        words,
-    ]
+    params = [*signed_params, *before_params, words, [lexeme(word) for word in words]]
 
     def made(row: Sequence[Any]) -> list[int]:
         found, made_at, now, changed = row
         answer = [int(n) for n in found or [0] * len(words)]
-        _vectors.put(key, made_at, (tuple(answer), now))
+        dfs = dict(zip(words, answer, strict=True))
+        _vectors.put(key, made_at, (dfs, now))
         if changed == ALL and sum(answer) >= SHARED_FROM:
-            share(tool, key, now, {"dfs": answer})
+            share(tool, key, now, {"dfs": dfs})
         return answer
 
     return sql, params, made
