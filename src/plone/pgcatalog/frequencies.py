@@ -143,7 +143,7 @@ def frequencies_statement(
     if key is None:
         return None
     expression = index.expression()
-    known_generation, (kept, stamp) = _vectors.get(key) or (None, (None, None))
+    _, (kept, stamp) = _vectors.get(key) or (None, (None, None))
     shared = digest(key) if kept is None else None
     words = list(words)
     where, where_params = f"{expression} @@ %s::tsquery", [" | ".join(map(lexeme, words))]
