@@ -240,14 +240,14 @@ class GlobExpansionTest(unittest.TestCase):
             transaction.commit()
             found.clear()
             given = []
-            given_frequencies = search.given_frequencies
+            document_frequencies = search.document_frequencies
 
             def giving(tool, site, index, words, globs):
-                answer = given_frequencies(tool, site, index, words, globs)
+                answer = document_frequencies(tool, site, index, words, globs)
                 given.append((words, globs, answer))
                 return answer
 
-            with mock.patch.object(search, "given_frequencies", giving):
+            with mock.patch.object(search, "document_frequencies", giving):
                 self.compare("too many words: the glob stays one in the statement")
                 # (read all the same, for the text's cells: test_cells.py)
                 riv = found[0][("SearchableText", "riv*")]

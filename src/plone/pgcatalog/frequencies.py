@@ -48,7 +48,6 @@ __all__ = [
     "MAX_WORDS",
     "document_frequencies",
     "frequencies_statement",
-    "given_frequencies",
     "holding",
     "remembered_frequencies",
 ]
@@ -73,25 +72,33 @@ def holding(index: r.IndexDef, word: str) -> tuple[str, list]:
     return f"{index.expression()} @@ %s::tsquery", [lexeme(word)]
 
 
-def document_frequencies(tool: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[int] | None:
+def document_frequencies(
+    tool: Any, site: str, index: r.IndexDef, words: Sequence[str], globs: Sequence[Sequence[str]] = ()
+) -> tuple[list[int], list[list[int]]] | None:
     """The number of catalog rows of tool *tool* (its site at *site*)
-    whose text *index* holds each of *words*, in order; None where the
-    search had better count them itself: this transaction's own changes
-    are in them, each is held by few rows, or they are too many."""
+    whose text *index* holds each of *words*, in order, and each word of
+    each glob's in *globs* (:func:`frequencies_statement`), in one
+    statement; None where the search had better count them itself: this
+    transaction's own changes are in them, there are too many words, or
+    (with no glob) each is held by few rows."""
     if len(words) > MAX_WORDS:
         return None
     keys = [statement_key(*holding(index, word)) for word in words]
     if any(unchanged_key(tool, site, key) is None for key in keys):
         return None
     known = [remembered_count(tool, site, key) for key in keys]
-    if all(n is not None and n <= INLINE for n in known):
+    if not globs and all(n is not None and n <= INLINE for n in known):
         return None
+    vectors = [frequencies_statement(tool, site, index, glob) for glob in globs]
     statements = [
         count_statement(tool, *holding(index, word), {index.changes}, key, site)
         for word, key in zip(words, keys, strict=True)
     ]
-    sql, params, made = side_by_side(statements)
-    return made(read(tool, f"SELECT * FROM {sql}", params, site=site)[0])
+    if any(vector is None for vector in vectors):
+        return None
+    sql, params, made = side_by_side([*statements, *filter(None, vectors)])
+    answers = made(read(tool, f"SELECT * FROM {sql}", params, site=site)[0])
+    return answers[: len(words)], answers[len(words) :]
 
 
 GLOB_WORDS = 8
@@ -191,28 +198,3 @@ def frequencies_statement(
 def clear() -> None:
     """Forget every remembered vector (tests start from nothing)."""
     _vectors.clear()
-
-
-def given_frequencies(
-    tool: Any, site: str, index: r.IndexDef, words: Sequence[str], globs: Sequence[Sequence[str]]
-) -> tuple[list[int], list[list[int]]] | None:
-    """The dfs of *words* (:func:`document_frequencies`) and those of each
-    glob's words in *globs* (:func:`frequencies_statement`), in one
-    statement; None where the search had better count them itself (as
-    :func:`document_frequencies` says, where there is no glob)."""
-    if not globs:
-        dfs = document_frequencies(tool, site, index, words) if words else None
-        return None if dfs is None else (dfs, [])
-    if len(words) > MAX_WORDS:
-        return None
-    keys = [statement_key(*holding(index, word)) for word in words]
-    vectors = [frequencies_statement(tool, site, index, glob) for glob in globs]
-    if any(unchanged_key(tool, site, key) is None for key in keys) or None in vectors:
-        return None
-    statements = [
-        count_statement(tool, *holding(index, word), {index.changes}, key, site)
-        for word, key in zip(words, keys, strict=True)
-    ]
-    sql, params, made = side_by_side([*statements, *filter(None, vectors)])
-    answers = made(read(tool, f"SELECT * FROM {sql}", params, site=site)[0])
-    return answers[: len(words)], answers[len(words) :]

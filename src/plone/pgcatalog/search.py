@@ -66,7 +66,7 @@ from plone.pgcatalog.query.page import keyed_count_sql
 from plone.pgcatalog.query.page import ordered_sql
 from plone.pgcatalog.query.page import scored_rows
 from plone.pgcatalog.query.page import scored_sql
-from plone.pgcatalog.frequencies import given_frequencies
+from plone.pgcatalog.frequencies import document_frequencies
 from plone.pgcatalog.frequencies import frequencies_statement
 from plone.pgcatalog.frequencies import GLOB_WORDS
 from plone.pgcatalog.frequencies import remembered_frequencies
@@ -477,8 +477,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         zip(single, (remembered_count(tool, site, key) for key in keys), strict=True)
     )
     for part in globs:
-        hint: Sequence[int | None] = remembered_frequencies(tool, site, text, part) or [None] * len(part)
-        known.update(zip(part, hint, strict=True))
+        known.update(zip(part, remembered_frequencies(tool, site, text, part), strict=True))
     if all(_few(known[word]) for word in words):
         return None  # (every match holds words of few rows: scored whole, with no round trip)
     # the rows holding each word not known to be held by few (its df:
@@ -643,7 +642,7 @@ def _scored_select(catalog: Catalog, plan: Plan) -> Select:
         if plan.given is not None:
             words, globs, given_head, given_params = plan.given
             index = plan.ordering.scored[0].index
-            found = given_frequencies(catalog.tool, catalog.site, index, words, list(globs.values()))
+            found = document_frequencies(catalog.tool, catalog.site, index, words, list(globs.values()))
             if found is not None:
                 df, vectors = found
                 objects = {
