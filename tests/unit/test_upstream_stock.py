@@ -28,7 +28,9 @@ class RecordedStockTest(unittest.TestCase):
         self.outcomes = {True: "ok t.a\nok t.b\n", False: "ok t.a\nok t.b\n"}
         patches = [
             mock.patch.object(upstream, "STOCK", self.stock_dir),
-            mock.patch.object(upstream.Suite, "stock_record", lambda suite: self.stock_dir / "suite.key.record"),
+            mock.patch.object(
+                upstream.Suite, "stock_record", lambda suite: self.stock_dir / "suite.key.record"
+            ),
             mock.patch.object(upstream, "run", self.fake_run),
             mock.patch.object(upstream, "HERE", self.stock_dir / "a" / "b"),
         ]
