@@ -141,7 +141,7 @@ _snapshot_settings: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def _fetch_in_snapshot(
-    conn: psycopg.Connection, sql: str, params, txn, generic: bool, timeout: int
+    conn: psycopg.Connection, sql: str, params, txn, generic: bool, timeout: int, prepare: bool = False
 ) -> list[tuple]:
     """Run a read inside the storage's open transaction.
 
@@ -169,13 +169,14 @@ def _fetch_in_snapshot(
     first = _savepoints.get(conn) is not txn
     if first:
         _snapshot_settings[conn] = (txn, 0, False)  # a new snapshot has the server's
-    held = _snapshot_settings.get(conn)
-    known = held is not None and held[0] is txn
+    held = _snapshot_settings.get(conn) or (None, 0, False)
+    known = held[0] is txn
     set_timeout = not known or held[1] != timeout
     set_plan = not known or held[2] != generic
+    now = True if prepare else None  # (None: psycopg's own, from the fifth run)
     try:
         if not (first or set_timeout or set_plan):
-            cur.execute(sql, params)
+            cur.execute(sql, params, prepare=now)
         else:
             with conn.pipeline():
                 if set_timeout:
@@ -187,7 +188,7 @@ def _fetch_in_snapshot(
                     conn.execute(NO_PARALLEL)
                     conn.execute("SAVEPOINT " + SAVEPOINT)
                     _savepoints[conn] = txn
-                cur.execute(sql, params)
+                cur.execute(sql, params, prepare=now)
             _snapshot_settings[conn] = (txn, timeout, generic)
         return cur.fetchall()
     except BaseException:
@@ -260,7 +261,13 @@ UNDEFINED = (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable, psyc
 
 
 def fetch(
-    obj: Any, sql: str, params: Sequence[Any], *, guarded: bool = True, generic: bool = False
+    obj: Any,
+    sql: str,
+    params: Sequence[Any],
+    *,
+    guarded: bool = True,
+    generic: bool = False,
+    prepare: bool = False,
 ) -> list[tuple]:
     """Rows of one catalog read on behalf of *obj* (the tool).
 
@@ -280,9 +287,13 @@ def fetch(
     indexes takes most of a millisecond, and PostgreSQL keeps choosing it
     when the generic plan's estimate looks costlier.  Only in the storage's
     transaction: on a pooled connection the statement is planned as usual.
+    *prepare*: prepared at its first run, not at psycopg's fifth, for a
+    statement whose text recurs but not often on one connection (each
+    search's counts and the text's cells' walks: their text follows which
+    words are remembered and how many cells are read).
     """
     try:
-        return _read(obj, sql, params, guarded, generic)
+        return _read(obj, sql, params, guarded, generic, prepare)
     except UNDEFINED as error:
         if not _read(obj, HAS_CATALOG_COLUMNS, [], True, False)[0][0]:
             raise CatalogNotInstalled(
@@ -301,7 +312,9 @@ def fetch(
         raise CatalogUnavailable(f"The catalog's database is unavailable: {error}") from error
 
 
-def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: bool) -> list[tuple]:
+def _read(
+    obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: bool, prepare: bool = False
+) -> list[tuple]:
     read_dsn = os.environ.get(READ_DSN_ENV)
     jar = jar_of(obj)
     instance = _storage_of(jar)
@@ -319,7 +332,7 @@ def _read(obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: boo
     conn = instance.pg_connection if instance is not None else None
     if conn is not None and not conn.closed:
         if guarded and conn.info.transaction_status == pq.TransactionStatus.INTRANS:
-            return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic, timeout)
+            return _fetch_in_snapshot(conn, sql, params, _transaction_of(jar), generic, timeout or 0, prepare)
         return session_fetch(conn, sql, params, timeout)
     dsn = read_dsn if instance is None else _dsn_of(instance)
     if dsn is None:
