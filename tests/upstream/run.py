@@ -65,7 +65,7 @@ class Suite:
         """Where the suite's stock outcome with its venv's packages is
         recorded: their names and versions, the interpreter's version and
         the tests run make the key (plone.pgcatalog's own is left out: a
-        stock run never loads it)."""
+        stock run never loads it; and pip, upgraded with each venv)."""
         listing = subprocess.run(
             [self.python(), "-c", _PACKAGES],
             capture_output=True,
@@ -93,7 +93,7 @@ class Suite:
 
 _PACKAGES = (
     "import importlib.metadata as m, sys; print(sys.version); "
-    "print(sorted({f'{d.name}=={d.version}' for d in m.distributions() if d.name != 'plone.pgcatalog'}))"
+    "print(sorted({f'{d.name}=={d.version}' for d in m.distributions() if d.name not in ('plone.pgcatalog', 'pip')}))"
 )
 
 
