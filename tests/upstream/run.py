@@ -118,13 +118,12 @@ def outcome_of(record: Path, log: Path, checked: int, seconds: float, recorded: 
     return Outcome(tests, failed, log, checked, seconds, recorded)
 
 
-def run_stock(suite: Suite, workdir: Path) -> Outcome:
-    """A run of *suite* on stock, recorded where tests ran and the runner
-    did not crash."""
+def run_stock(suite: Suite, workdir: Path, recorded: Path) -> Outcome:
+    """A run of *suite* on stock, recorded at *recorded* where tests ran
+    and the runner did not crash."""
     ran = run(suite, False, workdir)
     if ran.tests and not crashed(ran.log):
         STOCK.mkdir(exist_ok=True)
-        recorded = suite.stock_record()
         shutil.copyfile(workdir / f"{suite.slug()}.stock.record", recorded)
         print(f"{suite.name}: its stock outcome recorded in {recorded.relative_to(HERE.parent.parent)}")
     return ran
@@ -198,7 +197,7 @@ def check(suite: Suite, workdir: Path) -> list[str]:
         compare(suite, outcome_of(recorded, recorded, 0, 0.0, True), catalog) if recorded.exists() else None
     )
     if found is None or found[1]:
-        found = compare(suite, run_stock(suite, workdir), catalog)
+        found = compare(suite, run_stock(suite, workdir, recorded), catalog)
     print(found[0])
     return found[1]
 

@@ -141,7 +141,7 @@ _snapshot_settings: WeakKeyDictionary = WeakKeyDictionary()
 
 
 def _fetch_in_snapshot(
-    conn: psycopg.Connection, sql: str, params, txn, generic: bool, timeout: int, prepare: bool = False
+    conn: psycopg.Connection, sql: str, params, txn, generic: bool, timeout: int, prepare: bool
 ) -> list[tuple]:
     """Run a read inside the storage's open transaction.
 
@@ -290,12 +290,13 @@ def fetch(
     *prepare*: prepared at its first run, not at psycopg's fifth, for a
     statement whose text recurs but not often on one connection (each
     search's counts and the text's cells' walks: their text follows which
-    words are remembered and how many cells are read).
+    words are remembered and how many cells are read); in the storage's
+    transaction, as *generic*.
     """
     try:
         return _read(obj, sql, params, guarded, generic, prepare)
     except UNDEFINED as error:
-        if not _read(obj, HAS_CATALOG_COLUMNS, [], True, False)[0][0]:
+        if not _read(obj, HAS_CATALOG_COLUMNS, [], True, False, False)[0][0]:
             raise CatalogNotInstalled(
                 "plone.pgcatalog: this database has no catalog columns (object_state.idx): "
                 "install plone.pgcatalog (Site Setup > Add-ons), or import its profile "
@@ -313,7 +314,7 @@ def fetch(
 
 
 def _read(
-    obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: bool, prepare: bool = False
+    obj: Any, sql: str, params: Sequence[Any], guarded: bool, generic: bool, prepare: bool
 ) -> list[tuple]:
     read_dsn = os.environ.get(READ_DSN_ENV)
     jar = jar_of(obj)
