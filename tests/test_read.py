@@ -116,6 +116,12 @@ class ReadTest(CatalogTestCase):
             SearchableText="Doc"
         )  # relevance ranks every match: counted with the first rows
         self.assertEqual((len(ranked), ranked.count_queries, ranked.row_queries), (1000, 0, 0))
+        # a page of them too (the search box's): every match was scored for it
+        for b_start in (0, 990):
+            page = self.catalog(SearchableText="Doc", b_start=b_start, b_size=10)
+            self.assertEqual((len(page), page.actual_result_count, page.count_queries), (10, 1000, 0))
+        past = self.catalog(SearchableText="Doc", b_start=1000, b_size=10)
+        self.assertEqual((len(past), past.actual_result_count), (0, 1000))
         unsorted = self.catalog(portal_type="Document")
         self.assertEqual(
             sorted(b.getPath() for b in unsorted), sorted(f"/plone/many/d{i:04d}" for i in range(1000))

@@ -394,7 +394,12 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             sql, params = top_sql(stmt, ordering, offset + size, offset, metadata)
             rows = list(map(Row, page_rows(catalog.tool, catalog.site, sql, params, reads, generic=True)))
         else:
-            rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata) if size else []
+            # a relevance order scores every match: their number comes with
+            # the page (a count of its own would read them all again)
+            scored = bool(ordering.scored)
+            rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata, counted=scored) if size else []
+            if scored and rows and total is None:
+                total = rows[0].count
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
             total = offset + len(rows)  # a short batch ends the result
         return _results(
