@@ -69,3 +69,21 @@ class RecordedStockTest(unittest.TestCase):
         self.assertEqual(len(problems), 1)
         self.assertIn("fails only with the catalog: t.b", problems[0])
         self.assertEqual(self.runs, [True, False])
+
+
+class UnpinnedTest(unittest.TestCase):
+    """A venv's package that the constraints leave free moves a fresh
+    venv's stock record key with each of its releases."""
+
+    def test_a_package_left_free_is_named(self):
+        import importlib.metadata
+
+        names = sorted({d.name for d in importlib.metadata.distributions()} - {"pip", "plone.pgcatalog"})
+        self.assertGreater(len(names), 1)
+        constraints = Path(tempfile.mkdtemp()) / "constraints.txt"
+        # pinned in spellings pip accepts: case, '-' for '_' or '.'
+        pins = [f"{name.upper().replace('.', '-').replace('_', '-')}==1" for name in names[1:]]
+        constraints.write_text("# a comment\n" + "\n".join(pins) + "\n")
+        self.assertEqual(upstream.unpinned(sys.executable, constraints), [names[0]])
+        constraints.write_text("\n".join([f"{names[0]}==1", *pins]) + "\n")
+        self.assertEqual(upstream.unpinned(sys.executable, constraints), [])

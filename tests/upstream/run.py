@@ -213,11 +213,38 @@ def load(path: Path = HERE / "suites.toml") -> list[Suite]:
         return [Suite(**entry) for entry in tomllib.load(f)["suite"]]
 
 
+CONSTRAINTS_ENV = "PGCATALOG_CONSTRAINTS"
+"""The constraints file the venvs were installed with (set by scripts/test)."""
+
+
+def unpinned(python: str, constraints: Path) -> list[str]:
+    """The distributions of *python*'s venv that *constraints* does not
+    pin (plone.pgcatalog and pip aside): their versions move with each
+    release, and so would the stock records' keys of a fresh venv."""
+
+    def name(requirement: str) -> str:
+        return re.sub(r"[-_.]+", "-", requirement.split("==")[0].strip()).lower()
+
+    pinned = {name(line) for line in constraints.read_text().splitlines() if "==" in line}
+    listing = subprocess.run(
+        [python, "-c", "import importlib.metadata as m; print(*(d.name for d in m.distributions()))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return sorted({d for d in listing if name(d) not in pinned | {"plone-pgcatalog", "pip"}})
+
+
 def main(names: list[str]) -> int:
     suites = [s for s in load() if not names or any(n in s.name for n in names)]
     workdir = Path(tempfile.mkdtemp(prefix="pgcatalog-upstream-"))
     print(f"Plone's own suites, stock and with plone.pgcatalog (logs in {workdir})")
     problems = []
+    constraints = os.environ.get(CONSTRAINTS_ENV)
+    for python in sorted({suite.python() for suite in suites}) if constraints else ():
+        loose = unpinned(python, Path(constraints))
+        if loose:
+            problems.append(f"{python}: {', '.join(loose)} not pinned in {constraints}")
     for suite in suites:
         problems += check(suite, workdir)
     for problem in problems:

@@ -397,7 +397,11 @@ def search(catalog: Catalog, query: dict) -> Sequence[Any]:
             # a relevance order scores every match: their number comes with
             # the page (a count of its own would read them all again)
             scored = bool(ordering.scored)
-            rows = select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata, counted=scored) if size else []
+            rows = (
+                select("LIMIT %s OFFSET %s", [size, offset], metadata=metadata, counted=scored)
+                if size
+                else []
+            )
             if scored and rows and total is None:
                 total = rows[0].count
         if total is None and (0 < len(rows) < size or (offset == 0 and len(rows) < size)):
