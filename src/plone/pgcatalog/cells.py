@@ -58,6 +58,7 @@ from collections.abc import Callable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
+from functools import cache
 from itertools import combinations
 from plone.pgcatalog import registry as r
 from plone.pgcatalog.expansions import CELL_WORDS
@@ -226,12 +227,19 @@ def combination_bounds(
     best bound first: each frequency class of a word from the first length
     class a row holds it at (the rare frequencies have none)."""
 
+    # (each asked for again and again as the combinations are crossed:
+    # a walk crosses thousands, and Python's time was most of a search's)
+    @cache
     def held(word: int, lb: int, below: int) -> int:
         """The word's highest frequency class under *below* held at lengths up to *lb* (0: none)."""
         return next((fb for fb in range(below - 1, 0, -1) if 0 < lengths[word][fb - 1] <= lb), 0)
 
+    @cache
+    def word_bound(word: int, fb: int, lb: int) -> int:
+        return _bound(meandoclen, idfs[word], fb, lb)
+
     def bound(lb: int, fbs: tuple[int, ...]) -> int:
-        return sum(_bound(meandoclen, idf, fb, lb) for fb, idf in zip(fbs, idfs, strict=True))
+        return sum(word_bound(word, fb, lb) for word, fb in enumerate(fbs))
 
     heap: list[tuple[int, int, tuple[int, ...]]] = []
     seen: set[tuple[int, tuple[int, ...]]] = set()
