@@ -241,10 +241,11 @@ def main(names: list[str]) -> int:
     print(f"Plone's own suites, stock and with plone.pgcatalog (logs in {workdir})")
     problems = []
     constraints = os.environ.get(CONSTRAINTS_ENV)
-    for python in sorted({suite.python() for suite in suites}) if constraints else ():
-        loose = unpinned(python, Path(constraints))
-        if loose:
-            problems.append(f"{python}: {', '.join(loose)} not pinned in {constraints}")
+    if constraints:
+        for python in sorted({suite.python() for suite in suites}):
+            loose = unpinned(python, Path(constraints))
+            if loose:
+                problems.append(f"{python}: {', '.join(loose)} not pinned in {constraints}")
     for suite in suites:
         problems += check(suite, workdir)
     for problem in problems:
