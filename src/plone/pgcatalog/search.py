@@ -501,10 +501,13 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         if not _few(known[word])
     }
     vectors = [frequencies_statement(tool, site, text, part) for part in globs]
+    # (a part of words all known to be held by few rows holds every match:
+    # they are read first, and no cell is walked)
+    walked = not any(all(_few(known[word]) for word in part) for part in terms)
     begun = {
         word: statement
         for word in words
-        if known[word] is not None and not _few(known[word])
+        if walked and known[word] is not None and not _few(known[word])
         for statement in [lengths_statement(tool, site, text, word)]
         if statement is not None
     }
