@@ -66,12 +66,7 @@ class Suite:
         recorded: their names and versions, the interpreter's version and
         the tests run make the key (plone.pgcatalog's own is left out: a
         stock run never loads it; and pip, upgraded with each venv)."""
-        listing = subprocess.run(
-            [self.python(), "-c", _PACKAGES],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        listing = printed(self.python(), _PACKAGES)
         key = hashlib.sha256(f"{listing}{self.package} {self.modules}".encode()).hexdigest()[:16]
         return STOCK / f"{self.slug()}.{key}.record"
 
@@ -79,22 +74,27 @@ class Suite:
         if self.venv == "upstream":
             site_packages = sysconfig.get_paths()["purelib"]
         else:
-            site_packages = subprocess.run(
-                [self.python(), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.strip()
+            site_packages = printed(
+                self.python(), "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+            ).strip()
         args = ["--test-path", site_packages, "-s", self.package]
         for module in self.modules:
             args += ["-m", module]
         return args
 
 
+LEFT_OUT = ("plone.pgcatalog", "pip")
+"""Distributions not in a record's key: ours (a stock run never loads it)
+and pip (upgraded with each venv)."""
 _PACKAGES = (
     "import importlib.metadata as m, sys; print(sys.version); "
-    "print(sorted({f'{d.name}=={d.version}' for d in m.distributions() if d.name not in ('plone.pgcatalog', 'pip')}))"
+    f"print(sorted({{f'{{d.name}}=={{d.version}}' for d in m.distributions() if d.name not in {LEFT_OUT!r}}}))"
 )
+
+
+def printed(python: str, code: str) -> str:
+    """What *code* prints, run by the interpreter *python* (a suite's venv)."""
+    return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout
 
 
 @dataclass
@@ -226,13 +226,11 @@ def unpinned(python: str, constraints: Path) -> list[str]:
         return re.sub(r"[-_.]+", "-", requirement.split("==")[0].strip()).lower()
 
     pinned = {name(line) for line in constraints.read_text().splitlines() if "==" in line}
-    listing = subprocess.run(
-        [python, "-c", "import importlib.metadata as m; print(*(d.name for d in m.distributions()))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return sorted({d for d in listing if name(d) not in pinned | {"plone-pgcatalog", "pip"}})
+    pinned |= {name(left) for left in LEFT_OUT}
+    listing = printed(
+        python, "import importlib.metadata as m; print(*(d.name for d in m.distributions()))"
+    ).split()
+    return sorted({d for d in listing if name(d) not in pinned})
 
 
 def main(names: list[str]) -> int:
