@@ -420,7 +420,11 @@ def _first_rows(
     keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
     matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
     reached = f"{CELLS} && %s::text[]" + (" OR searchable_text @@ %s::tsquery" if few else "")
-    reached_params: list[Any] = [keys, *([" | ".join(map(lexeme, few))] if few else [])]
+    # (the few words' rows that hold every part, as the text index finds
+    # them: a glob's rare words after a frequent word typed, or before it,
+    # were read and tested row by row, the heap's page of each)
+    holding_few = f"({' | '.join(map(lexeme, few))}) & {matched}"
+    reached_params: list[Any] = [keys, *([holding_few] if few else [])]
     # (the few words' counted once, before the rows are read: the planner
     # would take a count in the score for one a row, and read every row)
     frequencies = (
