@@ -50,6 +50,8 @@ QUERIES = [
 ]
 
 PAGE = {"b_start": 0, "b_size": 10}
+NO_PROBE = "(SELECT NULL::int[] FROM (SELECT %s::text) AS w)"
+"""``tops._PROBE`` finding nothing."""
 WORDS = [  # (pages, as the search box asks for them)
     {"SearchableText": "quartz topaz", **PAGE},
     {"SearchableText": "topaz AND quartz", **PAGE},
@@ -177,7 +179,7 @@ class CellsTest(unittest.TestCase):
         # a word held by so few rows is scored whole on a real site; and
         # two words whose rows hold them together so seldom (a site of 70
         # rows of 3 to 600 words) would cross too many combinations
-        for name, value in (("FEW", 0), ("MAX_COMBINATIONS", 100_000)):
+        for name, value in (("FEW", 0), ("FEW_ALONE", 0), ("MAX_COMBINATIONS", 100_000)):
             patched = mock.patch.object(cells, name, value)
             patched.start()
             self.addCleanup(patched.stop)
@@ -422,13 +424,44 @@ class CellsTest(unittest.TestCase):
     def test_a_word_held_by_few_rows_is_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)
         query = {"SearchableText": "quartz"}
-        with mock.patch.object(cells, "FEW", 1000), walks() as answered:
+        with mock.patch.object(cells, "FEW_ALONE", 1000), walks() as answered:
             self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
             # its count remembered, the next search asks nothing first
             with mock.patch.object(search, "count_statement") as counting:
                 self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
             counting.assert_not_called()
         self.assertEqual(answered, [])
+
+    def test_a_word_alone_is_walked_past_fewer_rows_than_words_together(self):
+        login(self.layer["app"], SITE_OWNER_NAME)
+        alone, together = {"SearchableText": "quartz", **PAGE}, {"SearchableText": "quartz topaz", **PAGE}
+        with mock.patch.object(cells, "FEW", 1000), mock.patch.object(cells, "FEW_ALONE", 4):
+            for query in (alone, together):
+                found(self.pg, query)  # (its words counted: the next search knows them)
+            kept.clear()
+            with walks() as answered:
+                ours = [found(self.pg, query) for query in (alone, together)]
+            self.assertEqual(ours, [every_match_scored(self.pg, query) for query in (alone, together)])
+        self.assertEqual(answered, [10])  # (the word alone; the two scored whole)
+        self.assertEqual([answer[1:] for answer in ours], [found(self.z, q)[1:] for q in (alone, together)])
+
+    def test_where_the_cells_of_a_word_of_few_rows_begin_is_read_from_its_rows(self):
+        # (as the probe of each class through the cells' index finds it)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        words = ("quartz", "topaz", "amber", "quake", "quarry", "topazine", "nosuchword")
+        tops.clear()
+        probed = tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words)
+        tops.clear()
+        with mock.patch.object(tops, "_PROBE", NO_PROBE):  # (were it probed: none held)
+            read = tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words, [1] * len(words))
+        self.assertEqual(read, probed)
+        self.assertTrue(all(any(lengths) for lengths in read[:-1]))
+        self.assertFalse(any(read[-1]))
+        tops.clear()
+        with mock.patch.object(tops, "FROM_ROWS", 0), mock.patch.object(tops, "_PROBE", NO_PROBE):
+            self.assertNotEqual(
+                tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words, [1] * len(words)), probed
+            )
 
     def test_a_transaction_with_changes_of_its_own_scores_them(self):
         login(self.layer["app"], SITE_OWNER_NAME)

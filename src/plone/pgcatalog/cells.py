@@ -87,9 +87,14 @@ FIRST_BATCH = 64
 """Cells read by the first statement; each next one reads _GROWTH times as many."""
 _GROWTH = 2
 FEW = 2_000
-"""A word held by at most this many rows is scored whole: the statement that
-scores every match is as quick, and a walk would read every cell to be
-sure none is left."""
+"""A word held by at most this many rows is scored whole where words are
+ANDed or ORed: the statement that scores every match is as quick, and a
+walk would read every cell to be sure none is left."""
+FEW_ALONE = 500
+"""A word searched alone held by at most this many rows is scored whole;
+one held by more is walked (where its cells begin read from its rows:
+``tops.FROM_ROWS``): at a million rows a word of 1,000-2,000 rows took
+20-37 ms to score whole."""
 MAX_READ = 5_000
 """Rows read before the walk gives up for the statement that scores every
 match: the query's other criteria keep few of the word's rows."""
@@ -326,7 +331,8 @@ def best_rows(
     begin (:func:`~plone.pgcatalog.tops.first_lengths`; None: not known);
     *read(sql, params)* runs a statement over the catalog rows.  None
     where the statement that scores every match is as quick (the words
-    are held by :data:`FEW` rows or fewer), or where the
+    are held by :data:`FEW` rows or fewer, or a word alone by
+    :data:`FEW_ALONE`), or where the
     walk read more than :data:`MAX_READ` rows or crossed more than
     :data:`MAX_COMBINATIONS` combinations (or more, :data:`COMBINATION_ROWS`)
     without an answer."""
@@ -339,7 +345,7 @@ def best_rows(
     if len(words) == 1:
         (word,) = words
         df = held[word]
-        found = lengths(words) if df is not None and df > FEW else None
+        found = lengths(words) if df is not None and df > FEW_ALONE else None
         if df is None or found is None:
             return None
         idf = math.log(1.0 + documents / df) * 1024.0

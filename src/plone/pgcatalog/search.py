@@ -458,10 +458,11 @@ MAX_BEST = 1000
 """The longest page taken from the text's cells (cells.best_rows)."""
 
 
-def _few(count: int | None) -> bool:
+def _few(count: int | None, alone: bool = False) -> bool:
     """Whether a word counted *count* times (None: not counted) is held by
-    so few rows that they are scored whole (``cells.FEW``)."""
-    return count is not None and count <= cells.FEW
+    so few rows that they are scored whole (``cells.FEW``; searched
+    *alone*, ``cells.FEW_ALONE``)."""
+    return count is not None and count <= (cells.FEW_ALONE if alone else cells.FEW)
 
 
 def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
@@ -487,7 +488,8 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     )
     for part in globs:
         known.update(zip(part, remembered_frequencies(tool, site, text, part), strict=True))
-    if all(_few(known[word]) for word in words):
+    few = partial(_few, alone=len(words) == 1)
+    if all(few(known[word]) for word in words):
         return None  # (every match holds words of few rows: scored whole, with no round trip)
     # the rows holding each word not known to be held by few (its df:
     # those are counted as their rows are read), and all of a glob's of
@@ -498,17 +500,17 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     counted = {
         word: count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
         for word, key in zip(single, keys, strict=True)
-        if not _few(known[word])
+        if not few(known[word])
     }
     vectors = [frequencies_statement(tool, site, text, part) for part in globs]
     # (a part of words all known to be held by few rows holds every match:
     # they are read first, and no cell is walked)
-    walked = not any(all(_few(known[word]) for word in part) for part in terms)
+    walked = not any(all(few(known[word]) for word in part) for part in terms)
     begun = {
         word: statement
         for word in words
-        if walked and known[word] is not None and not _few(known[word])
-        for statement in [lengths_statement(tool, site, text, word)]
+        if walked and known[word] is not None and not few(known[word])
+        for statement in [lengths_statement(tool, site, text, word, known[word])]
         if statement is not None
     }
     if None in vectors:
@@ -537,7 +539,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     def lengths(asked: Sequence[str]) -> Sequence[Lengths] | None:
         missing = [word for word in asked if word not in begins]
         if missing:
-            more = first_lengths(tool, site, text, missing)
+            more = first_lengths(tool, site, text, missing, [held.get(word) for word in missing])
             if more is None:
                 return None
             begins.update(zip(missing, more, strict=True))
@@ -557,7 +559,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     )
     # (a part's words joined by a character no word holds)
     page = statement_key(where, [*params, *(chr(31).join(part) for part in terms), needed])
-    best = kept_rows(tool, site, page, now, walk) if max(held.values(), default=0) > cells.FEW else walk()
+    best = kept_rows(tool, site, page, now, walk) if not all(map(few, held.values())) else walk()
     if not best:
         return None if best is None else []
     a, b = plan.stmt.scale
