@@ -317,6 +317,27 @@ class CellsTest(unittest.TestCase):
             found(self.pg, {"SearchableText": "topaz AND quartz", **PAGE})
         self.assertIn("topaz", asked)  # (two common words: walked)
 
+    def test_a_word_of_few_rows_is_counted_as_it_is_after_a_commit(self):
+        # (its count brought up to date from the change log, as the common
+        # words' are: its idf is in every match's score)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "topaz AND quake", **PAGE}
+        with mock.patch.object(cells, "FEW", 4):
+            before = found(self.pg, query)
+            for site in (self.pg, self.z):
+                setSite(site)
+                doc = site["doc-010"]  # (wherever it is: acquired)
+                doc.setDescription(doc.Description() + " topaz quake")
+                doc.reindexObject()
+                transaction.commit()
+            kept.clear()
+            with walks() as answered:
+                ours = found(self.pg, query)
+            self.assertEqual(ours, every_match_scored(self.pg, query))
+        self.assertEqual(len(answered), 1)
+        self.assertNotEqual(ours[1], before[1])
+        self.assertEqual(ours[1:], found(self.z, query)[1:])
+
     def test_globs_of_too_many_common_words_or_rare_rows_are_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)
         for query, patches in (
@@ -460,7 +481,8 @@ class CellsTest(unittest.TestCase):
         tops.clear()
         with mock.patch.object(tops, "FROM_ROWS", 0), mock.patch.object(tops, "_PROBE", NO_PROBE):
             self.assertNotEqual(
-                tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words, [1] * len(words)), probed
+                tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words, [1] * len(words)),
+                probed,
             )
 
     def test_a_transaction_with_changes_of_its_own_scores_them(self):

@@ -317,7 +317,7 @@ def best_rows(
     params: list,
     documents: float,
     total: float,
-    dfs: Sequence[int | None],
+    dfs: Sequence[int],
     needed: int,
     lengths: Callable[[Sequence[str]], Sequence[Lengths] | None],
 ) -> list[tuple[int, str, int]] | None:
@@ -326,8 +326,7 @@ def best_rows(
     *where* (with *params*), best first, ties by record id, highest first;
     all of them where fewer match.  *documents* and *total* (its words)
     are the index's statistics, *dfs* the number of its rows holding each
-    word of *terms* in order (None: held by few rows, counted as they are
-    read); *lengths(words)* where each word's cells
+    word of *terms* in order; *lengths(words)* where each word's cells
     begin (:func:`~plone.pgcatalog.tops.first_lengths`; None: not known);
     *read(sql, params)* runs a statement over the catalog rows.  None
     where the statement that scores every match is as quick (the words
@@ -345,33 +344,30 @@ def best_rows(
     if len(words) == 1:
         (word,) = words
         df = held[word]
-        found = lengths(words) if df is not None and df > FEW_ALONE else None
-        if df is None or found is None:
+        found = lengths(words) if df > FEW_ALONE else None
+        if found is None:
             return None
         idf = math.log(1.0 + documents / df) * 1024.0
         sql = _CELL_ROWS.format(score=_OKAPI, where=where)
         scored = [word, word, lexeme(word), total, documents, documents, df]
         cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
-    common = [word for part in parts for word in part if (held[word] or 0) > FEW]
-    few = [word for part in parts for word in part if (held[word] or 0) <= FEW]
+    common = [word for part in parts for word in part if held[word] > FEW]
+    few = [word for part in parts for word in part if held[word] <= FEW]
     sets = _common_sets(parts, common)
-    if (
-        sets is None
-        or (sets and len(parts) > MAX_COMMON_PARTS)
-        or sum(held[word] or 0 for word in few) > MAX_READ
-    ):
+    if sets is None or (sets and len(parts) > MAX_COMMON_PARTS) or sum(held[word] for word in few) > MAX_READ:
         return None
     begins = dict(zip(common, (lengths(common) if sets else None) or (), strict=False))
     if sets and len(begins) < len(common):
         return None
     statistics = [total, documents, documents]
     common_dfs = [held[word] for word in common]
-    few_dfs = [held[word] for word in few]
-    first = _first_rows(read, parts, common, common_dfs, few, few_dfs, where, [*statistics, *params])
+    first = _first_rows(
+        read, parts, common, few, [held[word] for word in [*common, *few]], where, [*statistics, *params]
+    )
     if first is None or not sets:  # (no set: every match holds a word of few rows, and was read)
         return None if first is None else [(zoid, path, score) for score, zoid, path in first[:needed]]
-    idfs = {word: math.log(1.0 + documents / (held[word] or 1)) * 1024.0 for word in common}
+    idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
 
     def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
         for bound, lb, fbs in combination_bounds(
@@ -385,7 +381,7 @@ def best_rows(
     slack = max(map(len, sets))
     head = [*statistics, common_dfs, common, common, *params]
     # (every match holds every part: its matches are no more than the rows of the part held by fewest)
-    fewest = min(sum(held[word] or 0 for word in part) for part in parts)
+    fewest = min(sum(held[word] for word in part) for part in parts)
     most = max(MAX_COMBINATIONS, fewest // COMBINATION_ROWS)
     return _walk(read, sql, head, cells, needed, first, slack, most)
 
@@ -408,20 +404,18 @@ def _first_rows(
     read: Callable[[str, list], list[tuple]],
     parts: Sequence[tuple[str, ...]],
     common: Sequence[str],
-    common_dfs: Sequence[int | None],
     few: Sequence[str],
-    few_dfs: Sequence[int | None],
+    dfs: Sequence[int],
     where: str,
     params: list,
 ) -> list[tuple[int, int, str]] | None:
     """``(score, zoid, path)`` of the rows matching the *parts* and
-    *where* that no combination of the *common* words (held by
-    *common_dfs* rows) reads: those holding one of the *few* words (held
-    by *few_dfs* rows; None: counted here, where remembered counts of
-    many words, each brought up to date from the change log, would cost
-    more), or a common one at a rare frequency; best first; None where
-    they are more than :data:`MAX_READ`.  *params*: the index's
-    statistics (total words and documents, documents), then *where*'s."""
+    *where* that no combination of the *common* words reads: those holding
+    one of the *few* words, or a common one at a rare frequency; best
+    first; None where they are more than :data:`MAX_READ`.  *dfs*: the
+    rows holding each common word, then each few one.  *params*: the
+    index's statistics (total words and documents, documents), then
+    *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
     keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
     matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
@@ -431,26 +425,15 @@ def _first_rows(
     # were read and tested row by row, the heap's page of each)
     holding_few = f"({' | '.join(map(lexeme, few))}) & {matched}"
     reached_params: list[Any] = [keys, *([holding_few] if few else [])]
-    # (the few words' counted once, before the rows are read: the planner
-    # would take a count in the score for one a row, and read every row)
-    frequencies = (
-        "pgcatalog_dfs AS MATERIALIZED (SELECT %s::bigint[] || array_agg((SELECT count(*) FROM"
-        f" {ROWS} WHERE searchable_text @@ v.q) ORDER BY v.i) AS dfs"
-        " FROM unnest(%s::tsquery[]) WITH ORDINALITY AS v(q, i))"
-    )
-    score = _score("%s::text[]", "SELECT dfs FROM pgcatalog_dfs")
     sql = (
-        f"WITH {frequencies} SELECT {score}, object_state.zoid, object_state.path FROM {ROWS}"
+        f"SELECT {_score('%s::text[]', '%s::bigint[]')}, object_state.zoid, object_state.path FROM {ROWS}"
         f" WHERE searchable_text IS NOT NULL AND ({reached})"
         f" AND COALESCE(searchable_text @@ %s::tsquery AND ({where}), false) LIMIT %s"
     )
     statistics, where_params = params[:3], params[3:]
-    given = [(word, df) for word, df in zip(few, few_dfs, strict=True) if df is not None]
-    unknown = [word for word, df in zip(few, few_dfs, strict=True) if df is None]
-    words = [*common, *(word for word, _ in given), *unknown]
-    counted = [[*common_dfs, *(df for _, df in given)], [lexeme(word) for word in unknown]]
+    words = [*common, *few]
     rows = read(
-        sql, [*counted, *statistics, words, words, *reached_params, matched, *where_params, MAX_READ + 1]
+        sql, [*statistics, list(dfs), words, words, *reached_params, matched, *where_params, MAX_READ + 1]
     )
     return None if len(rows) > MAX_READ else sorted(map(tuple, rows), reverse=True)
 

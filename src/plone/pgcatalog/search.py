@@ -491,16 +491,17 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     few = partial(_few, alone=len(words) == 1)
     if all(few(known[word]) for word in words):
         return None  # (every match holds words of few rows: scored whole, with no round trip)
-    # the rows holding each word not known to be held by few (its df:
-    # those are counted as their rows are read), and all of a glob's of
-    # many words, where the cells of those known to be common begin (the
-    # others', once counted, if common), the index's statistics, and the
-    # generation of what the walk reads: a walk takes a statement per
-    # batch of cells, and is kept until that changes
+    # the rows holding each word (brought up to date from the change log
+    # where remembered: a word of few rows counted with the rows read
+    # first read them all, 1,200 at a million rows for the middling word
+    # of two typed), and all of a glob's of many words, where the cells of
+    # those known to be common begin (the others', once counted, if
+    # common), the index's statistics, and the generation of what the
+    # walk reads: a walk takes a statement per batch of cells, and is kept
+    # until that changes
     counted = {
         word: count_statement(tool, *word_holding(text, word), {text.changes}, key, site)
         for word, key in zip(single, keys, strict=True)
-        if not few(known[word])
     }
     vectors = [frequencies_statement(tool, site, text, part) for part in globs]
     # (a part of words all known to be held by few rows holds every match:
@@ -532,7 +533,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     held = dict(zip(counted, answers, strict=False))
     for part, dfs_of in zip(globs, answers[len(counted) :], strict=False):
         held.update(zip(part, dfs_of, strict=True))
-    dfs = [held.get(word) for word in words]
+    dfs = [held[word] for word in words]
     begins = dict(zip(begun, answers[len(counted) + len(globs) :], strict=True))
     documents, total, now = found[0][WIDTH * len(answers) :]
 
