@@ -50,8 +50,6 @@ QUERIES = [
 ]
 
 PAGE = {"b_start": 0, "b_size": 10}
-NO_PROBE = "(SELECT NULL::int[] FROM (SELECT %s::text) AS w)"
-"""``tops._PROBE`` finding nothing."""
 WORDS = [  # (pages, as the search box asks for them)
     {"SearchableText": "quartz topaz", **PAGE},
     {"SearchableText": "topaz AND quartz", **PAGE},
@@ -465,25 +463,6 @@ class CellsTest(unittest.TestCase):
             self.assertEqual(ours, [every_match_scored(self.pg, query) for query in (alone, together)])
         self.assertEqual(answered, [10])  # (the word alone; the two scored whole)
         self.assertEqual([answer[1:] for answer in ours], [found(self.z, q)[1:] for q in (alone, together)])
-
-    def test_where_the_cells_of_a_word_of_few_rows_begin_is_read_from_its_rows(self):
-        # (as the probe of each class through the cells' index finds it)
-        login(self.layer["app"], SITE_OWNER_NAME)
-        words = ("quartz", "topaz", "amber", "quake", "quarry", "topazine", "nosuchword")
-        tops.clear()
-        probed = tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words)
-        tops.clear()
-        with mock.patch.object(tops, "_PROBE", NO_PROBE):  # (were it probed: none held)
-            read = tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words, [1] * len(words))
-        self.assertEqual(read, probed)
-        self.assertTrue(all(any(lengths) for lengths in read[:-1]))
-        self.assertFalse(any(read[-1]))
-        tops.clear()
-        with mock.patch.object(tops, "FROM_ROWS", 0), mock.patch.object(tops, "_PROBE", NO_PROBE):
-            self.assertNotEqual(
-                tops.first_lengths(self.pg.portal_catalog, "/plone", self.text(), words, [1] * len(words)),
-                probed,
-            )
 
     def test_a_transaction_with_changes_of_its_own_scores_them(self):
         login(self.layer["app"], SITE_OWNER_NAME)

@@ -92,9 +92,9 @@ ANDed or ORed: the statement that scores every match is as quick, and a
 walk would read every cell to be sure none is left."""
 FEW_ALONE = 500
 """A word searched alone held by at most this many rows is scored whole;
-one held by more is walked (where its cells begin read from its rows:
-``tops.FROM_ROWS``): at a million rows a word of 1,000-2,000 rows took
-20-37 ms to score whole."""
+one held by more is walked: at a million rows a word of 1,000-2,000
+rows took 20-37 ms to score whole (p95), and where its cells begin is
+found in 5-11 ms once a process."""
 MAX_READ = 5_000
 """Rows read before the walk gives up for the statement that scores every
 match: the query's other criteria keep few of the word's rows."""

@@ -511,7 +511,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         word: statement
         for word in words
         if walked and known[word] is not None and not few(known[word])
-        for statement in [lengths_statement(tool, site, text, word, known[word])]
+        for statement in [lengths_statement(tool, site, text, word)]
         if statement is not None
     }
     if None in vectors:
@@ -540,7 +540,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     def lengths(asked: Sequence[str]) -> Sequence[Lengths] | None:
         missing = [word for word in asked if word not in begins]
         if missing:
-            more = first_lengths(tool, site, text, missing, [held.get(word) for word in missing])
+            more = first_lengths(tool, site, text, missing)
             if more is None:
                 return None
             begins.update(zip(missing, more, strict=True))

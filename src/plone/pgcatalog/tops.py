@@ -82,29 +82,15 @@ _PROBE = (
 index: a probe a key (the planner takes several keys for most rows, and
 reads them all to find none)."""
 
-FROM_ROWS = 5_000
-"""A word held by at most this many rows has its lengths read from its
-rows: probing every class of a word of few rows crosses each length
-class of those it does not hold (100-130 ms a word at a third of a
-million rows, where its 140-600 rows were read in 4-7 ms)."""
-
-_FROM_ROWS = (
-    "(SELECT array_agg(COALESCE(h.lb, 0) ORDER BY c.fb) FROM generate_series(1, {classes}) AS c(fb)"
-    " LEFT JOIN (SELECT fb, min(lb) AS lb FROM (SELECT {cell} FROM {rows} WHERE {where}) AS r GROUP BY fb) AS h"
-    " ON h.fb = c.fb)"
-)
-
 
 def lengths_statement(
-    catalog: Any, site: str, index: r.IndexDef, word: str, df: int | None = None
+    catalog: Any, site: str, index: r.IndexDef, word: str
 ) -> tuple[str, list, Callable[[Sequence[Any]], Lengths]] | None:
     """The statement of *word*'s :data:`Lengths` in the text *index* of
     the catalog rows of tool *catalog* (its site at *site*): its SQL (a row
     of ``counts.WIDTH`` columns), its parameters, and what makes the lengths of that
     row (and remembers them); None in a transaction with catalog changes
-    of its own (its rows are not in the cells).  Where *df* (the rows
-    holding the word) is :data:`FROM_ROWS` or fewer, they are read from
-    its rows, else probed."""
+    of its own (its rows are not in the cells)."""
     where, where_params = holding(index, word)
     key = unchanged_key(catalog, site, ("lengths", statement_key(where, where_params)))
     if key is None:
@@ -121,15 +107,10 @@ def lengths_statement(
         " LEFT JOIN (SELECT fb, min(lb) AS lb FROM pgcatalog_signed WHERE sign > 0 GROUP BY fb) AS s"
         " ON s.fb = k.fb)"
     )
-    if df is not None and df <= FROM_ROWS:
-        made_anew = _FROM_ROWS.format(classes=_CLASSES, cell=_CELL, rows=ROWS, where=where)
-        anew_params = [word, word, lexeme(word), *where_params]
-    else:
-        made_anew, anew_params = _PROBE, [word]
     sql = (
         f"WITH {since},\npgcatalog_signed AS MATERIALIZED ({signed})\n"
         f"SELECT CASE WHEN {generation} = %s THEN %s::int[]"
-        f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {made_anew}"
+        f" WHEN (SELECT changed FROM {SINCE}) = '{ALL}' THEN {_PROBE}"
         f" ELSE {lowered} END,"
         f" {generation}, (SELECT stamp FROM {SINCE}), (SELECT changed FROM {SINCE})"
     )
@@ -141,17 +122,14 @@ def lengths_statement(
         _lengths.put(key, made_at, (answer, made_stamp))
         return answer
 
-    return sql, [*signed_params, known_generation, known, *anew_params, known], made
+    return sql, [*signed_params, known_generation, known, word, known], made
 
 
-def first_lengths(
-    catalog: Any, site: str, index: r.IndexDef, words: Sequence[str], dfs: Sequence[int | None] = ()
-) -> list[Lengths] | None:
-    """The :data:`Lengths` of each of *words* (:func:`lengths_statement`;
-    held by *dfs* rows where known), in order, in one statement; None in a
-    transaction with catalog changes of its own."""
-    held = [*dfs, *[None] * (len(words) - len(dfs))]
-    found = [lengths_statement(catalog, site, index, word, df) for word, df in zip(words, held, strict=True)]
+def first_lengths(catalog: Any, site: str, index: r.IndexDef, words: Sequence[str]) -> list[Lengths] | None:
+    """The :data:`Lengths` of each of *words* (:func:`lengths_statement`),
+    in order, in one statement; None in a transaction with catalog changes
+    of its own."""
+    found = [lengths_statement(catalog, site, index, word) for word in words]
     statements = [statement for statement in found if statement is not None]
     if len(statements) < len(found):
         return None
