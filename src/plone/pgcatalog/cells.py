@@ -77,7 +77,16 @@ import heapq
 import math
 
 
-__all__ = ["CELLS", "Terms", "best_rows", "cell_bounds", "cell_terms", "combination_bounds", "okapi"]
+__all__ = [
+    "CELLS",
+    "Terms",
+    "best_rows",
+    "cell_bounds",
+    "cell_terms",
+    "combination_bounds",
+    "few_rows",
+    "okapi",
+]
 
 _COUNTS = f"word_counts -> {text_literal(r.SEARCHABLE_TEXT)}"
 CELLS = f"pgcatalog_cells(searchable_text, {_COUNTS})"
@@ -132,6 +141,12 @@ _SEPARATOR = chr(31)
 Terms = tuple[tuple[str, ...], ...]
 """The words of a text query the cells serve: parts ANDed, each of words
 ORed (a glob is the OR of its words)."""
+
+
+def few_rows(words: int) -> int:
+    """The most rows a word may be held by and be scored whole, in a query
+    of *words* words (:data:`FEW_ALONE`, :data:`FEW`)."""
+    return FEW_ALONE if words == 1 else FEW
 
 
 def cell_terms(
@@ -344,7 +359,7 @@ def best_rows(
     if len(words) == 1:
         (word,) = words
         df = held[word]
-        found = lengths(words) if df > FEW_ALONE else None
+        found = lengths(words) if df > few_rows(1) else None
         if found is None:
             return None
         idf = math.log(1.0 + documents / df) * 1024.0
@@ -352,8 +367,8 @@ def best_rows(
         scored = [word, word, lexeme(word), total, documents, documents, df]
         cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
-    common = [word for part in parts for word in part if held[word] > FEW]
-    few = [word for part in parts for word in part if held[word] <= FEW]
+    common = [word for part in parts for word in part if held[word] > few_rows(len(words))]
+    few = [word for part in parts for word in part if held[word] <= few_rows(len(words))]
     sets = _common_sets(parts, common)
     if sets is None or (sets and len(parts) > MAX_COMMON_PARTS) or sum(held[word] for word in few) > MAX_READ:
         return None
@@ -362,9 +377,7 @@ def best_rows(
         return None
     statistics = [total, documents, documents]
     common_dfs = [held[word] for word in common]
-    first = _first_rows(
-        read, parts, common, few, [held[word] for word in [*common, *few]], where, [*statistics, *params]
-    )
+    first = _first_rows(read, parts, common, few, held, where, [*statistics, *params])
     if first is None or not sets:  # (no set: every match holds a word of few rows, and was read)
         return None if first is None else [(zoid, path, score) for score, zoid, path in first[:needed]]
     idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
@@ -405,15 +418,15 @@ def _first_rows(
     parts: Sequence[tuple[str, ...]],
     common: Sequence[str],
     few: Sequence[str],
-    dfs: Sequence[int],
+    held: Mapping[str, int],
     where: str,
     params: list,
 ) -> list[tuple[int, int, str]] | None:
     """``(score, zoid, path)`` of the rows matching the *parts* and
     *where* that no combination of the *common* words reads: those holding
     one of the *few* words, or a common one at a rare frequency; best
-    first; None where they are more than :data:`MAX_READ`.  *dfs*: the
-    rows holding each common word, then each few one.  *params*: the
+    first; None where they are more than :data:`MAX_READ`.  *held*: the
+    rows holding each word.  *params*: the
     index's statistics (total words and documents, documents), then
     *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
@@ -432,9 +445,8 @@ def _first_rows(
     )
     statistics, where_params = params[:3], params[3:]
     words = [*common, *few]
-    rows = read(
-        sql, [*statistics, list(dfs), words, words, *reached_params, matched, *where_params, MAX_READ + 1]
-    )
+    dfs = [held[word] for word in words]
+    rows = read(sql, [*statistics, dfs, words, words, *reached_params, matched, *where_params, MAX_READ + 1])
     return None if len(rows) > MAX_READ else sorted(map(tuple, rows), reverse=True)
 
 

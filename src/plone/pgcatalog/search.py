@@ -458,11 +458,11 @@ MAX_BEST = 1000
 """The longest page taken from the text's cells (cells.best_rows)."""
 
 
-def _few(count: int | None, alone: bool = False) -> bool:
+def _few(count: int | None, words: int) -> bool:
     """Whether a word counted *count* times (None: not counted) is held by
-    so few rows that they are scored whole (``cells.FEW``; searched
-    *alone*, ``cells.FEW_ALONE``)."""
-    return count is not None and count <= (cells.FEW_ALONE if alone else cells.FEW)
+    so few rows that they are scored whole in a query of *words* words
+    (``cells.few_rows``)."""
+    return count is not None and count <= cells.few_rows(words)
 
 
 def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
@@ -488,7 +488,7 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     )
     for part in globs:
         known.update(zip(part, remembered_frequencies(tool, site, text, part), strict=True))
-    few = partial(_few, alone=len(words) == 1)
+    few = partial(_few, words=len(words))
     if all(few(known[word]) for word in words):
         return None  # (every match holds words of few rows: scored whole, with no round trip)
     # the rows holding each word (brought up to date from the change log
