@@ -170,10 +170,10 @@ class _Index:
                 self.glob_parts.append(value)
                 return "0"  # the globs' parts are summed in one join (see one_scan)
             name = f"pgcatalog_g{self.n}_{self.globs.setdefault(value, len(self.globs) + 1)}"
-            # the row's words among the expansions: weighted and kept in one pass
-            kept = f"ts_filter(setweight({self.index.expression()}, 'A', (SELECT array_agg(word) FROM {name})), '{{a}}')"
+            # the row's words among the expansions, from its vector kept to
+            # the query's words (see counts)
             return (
-                f"COALESCE((SELECT sum({self._kept_okapi()}) FROM unnest({kept}) AS u"
+                f"COALESCE((SELECT sum({self._kept_okapi()}) FROM unnest(pgcatalog_c{self.n}.v) AS u"
                 f" JOIN {name} AS g ON g.word = u.lexeme), 0)"
             )
         if kind == "PHRASE":
@@ -311,21 +311,25 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         1,664)."""
         n, expr = self.n, self.index.expression()
         columns, params = "", []
-        # several words: their positions taken out of the row's vector once
+        # several words or a glob: the positions of the query's words (a
+        # glob's: its expansions) taken out of the row's vector once
         # (weighted back to D, which pgcatalog_occurrences' ranks assume),
-        # not the whole vector fetched and read for each (at a third of a
-        # million rows, three words' matches scored in 20.4 ms, not 24.7)
+        # not the whole vector fetched and read for each word and glob (at
+        # a third of a million rows, three words' matches scored in 20.4
+        # ms, not 24.7)
         vector, kept, kept_params = expr, "", []
-        if len(self.words) > 1:
+        if len(self.words) > 1 or self.globs:
             vector = "c.v"
-            kept = f", setweight(ts_filter(setweight({expr}, 'A', %s::text[]), '{{a}}'), 'D') AS v"
+            expansions = "".join(f" || ARRAY(SELECT word FROM pgcatalog_g{n}_{g})" for g in self.globs.values())
+            kept = f", setweight(ts_filter(setweight({expr}, 'A', %s::text[]{expansions}), '{{a}}'), 'D') AS v"
             kept_params = [array_literal(self.words)]
+            columns = ", c.v"
         if self.words:
             each = ", ".join(
                 f"COALESCE((c.c -> 1 ->> %s)::float8, pgcatalog_occurrences({vector}, %s, %s::tsquery))"
                 for _ in self.words
             )
-            columns = f", ARRAY[{each}] AS f"
+            columns += f", ARRAY[{each}] AS f"
             params = [p for word in self.words for p in (word, word, lexeme(word))]
         if self.gates:
             columns += f", ARRAY[{', '.join(sql for sql, _ in self.gates)}] AS gate"
