@@ -320,8 +320,12 @@ SELECT count(*), sum({length}) FROM {ROWS} WHERE zoid = ANY(%s::bigint[]) AND wo
         vector, kept, kept_params = expr, "", []
         if len(self.words) > 1 or self.globs:
             vector = "c.v"
-            expansions = "".join(f" || ARRAY(SELECT word FROM pgcatalog_g{n}_{g})" for g in self.globs.values())
-            kept = f", setweight(ts_filter(setweight({expr}, 'A', %s::text[]{expansions}), '{{a}}'), 'D') AS v"
+            expansions = "".join(
+                f" || ARRAY(SELECT word FROM pgcatalog_g{n}_{g})" for g in self.globs.values()
+            )
+            kept = (
+                f", setweight(ts_filter(setweight({expr}, 'A', %s::text[]{expansions}), '{{a}}'), 'D') AS v"
+            )
             kept_params = [array_literal(self.words)]
             columns = ", c.v"
         if self.words:
