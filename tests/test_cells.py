@@ -315,6 +315,24 @@ class CellsTest(unittest.TestCase):
             found(self.pg, {"SearchableText": "topaz AND quartz", **PAGE})
         self.assertIn("topaz", asked)  # (two common words: walked)
 
+    def test_words_scored_whole_ask_no_cells(self):
+        # three parts each of a common word are scored whole: where their
+        # cells begin is not asked for (25 ms a frequent word at a million
+        # rows, once a process)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "quartz AND topaz AND amber", **PAGE}
+        asked = []
+
+        def spy(*args, **kw):
+            asked.append(args[3])
+            return tops.lengths_statement(*args, **kw)
+
+        found(self.pg, query)  # (its words counted: the next search knows them)
+        with mock.patch.object(search, "lengths_statement", spy), walks() as answered:
+            ours = found(self.pg, query)
+        self.assertEqual((answered, asked), ([], []))
+        self.assertEqual(ours, every_match_scored(self.pg, query))
+
     def test_a_word_of_few_rows_is_counted_as_it_is_after_a_commit(self):
         # (its count brought up to date from the change log, as the common
         # words' are: its idf is in every match's score)

@@ -86,6 +86,7 @@ __all__ = [
     "combination_bounds",
     "few_rows",
     "okapi",
+    "walked_words",
 ]
 
 _COUNTS = f"word_counts -> {text_literal(r.SEARCHABLE_TEXT)}"
@@ -356,10 +357,11 @@ def best_rows(
     if not all(parts) or not documents:
         return []
     meandoclen = total / documents
+    walked = walked_words(terms, held)
     if len(words) == 1:
         (word,) = words
         df = held[word]
-        found = lengths(words) if df > few_rows(1) else None
+        found = lengths(words) if walked else None
         if found is None:
             return None
         idf = math.log(1.0 + documents / df) * 1024.0
@@ -367,12 +369,11 @@ def best_rows(
         scored = [word, word, lexeme(word), total, documents, documents, df]
         cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
-    common = [word for part in parts for word in part if held[word] > few_rows(len(words))]
-    few = [word for part in parts for word in part if held[word] <= few_rows(len(words))]
-    sets = _common_sets(parts, common)
-    if sets is None or (sets and len(parts) > MAX_COMMON_PARTS) or sum(held[word] for word in few) > MAX_READ:
+    if walked is None:
         return None
-    begins = dict(zip(common, (lengths(common) if sets else None) or (), strict=False))
+    common, few = _common(parts, held, len(words))
+    sets = _common_sets(parts, common)
+    begins = dict(zip(common, (lengths(common) if walked else None) or (), strict=False))
     if sets and len(begins) < len(common):
         return None
     statistics = [total, documents, documents]
@@ -397,6 +398,36 @@ def best_rows(
     fewest = min(sum(held[word] for word in part) for part in parts)
     most = max(MAX_COMBINATIONS, fewest // COMBINATION_ROWS)
     return _walk(read, sql, head, cells, needed, first, slack, most)
+
+
+def walked_words(terms: Terms, held: Mapping[str, int]) -> tuple[str, ...] | None:
+    """The words of *terms* whose cells :func:`best_rows` walks, by the
+    rows holding each (*held*), so that where they begin is asked for
+    them only (:mod:`~plone.pgcatalog.tops`: 25 ms a frequent word at a
+    million rows, the first time in a process); none where every match
+    holds a word of few rows (read first, all of them); None where the
+    statement that scores every match answers instead."""
+    words = [word for part in terms for word in part]
+    parts = [tuple(word for word in part if held[word] != 0) for part in terms]
+    if not all(parts):
+        return ()
+    if len(words) == 1:
+        return tuple(words) if held[words[0]] > few_rows(1) else None
+    common, few = _common(parts, held, len(words))
+    sets = _common_sets(parts, common)
+    if sets is None or (sets and len(parts) > MAX_COMMON_PARTS) or sum(held[word] for word in few) > MAX_READ:
+        return None
+    return tuple(common) if sets else ()
+
+
+def _common(
+    parts: Sequence[tuple[str, ...]], held: Mapping[str, int], words: int
+) -> tuple[list[str], list[str]]:
+    """The words of *parts* held by more rows than :func:`few_rows` in a
+    query of *words* words, and the others."""
+    most = few_rows(words)
+    found = [word for part in parts for word in part]
+    return [word for word in found if held[word] > most], [word for word in found if held[word] <= most]
 
 
 def _common_sets(parts: Sequence[tuple[str, ...]], common: Sequence[str]) -> list[tuple[str, ...]] | None:

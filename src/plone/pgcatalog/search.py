@@ -504,13 +504,21 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         for word, key in zip(single, keys, strict=True)
     }
     vectors = [frequencies_statement(tool, site, text, part) for part in globs]
-    # (a part of words all known to be held by few rows holds every match:
-    # they are read first, and no cell is walked)
-    walked = not any(all(few(known[word]) for word in part) for part in terms)
+    # where the cells of the words the walk reads begin: those the counts
+    # known tell (three common words typed are scored whole: their cells'
+    # probe took 25 ms a word, once a process), else every word known to
+    # be common, unless a part's words are all known to be held by few
+    # rows (every match holds one: read first, and no cell is walked)
+    counts = {word: count for word, count in known.items() if count is not None}
+    if len(counts) == len(known):
+        walked = cells.walked_words(terms, counts) or ()
+    elif any(all(few(known[word]) for word in part) for part in terms):
+        walked = ()
+    else:
+        walked = tuple(word for word, count in counts.items() if not few(count))
     begun = {
         word: statement
-        for word in words
-        if walked and known[word] is not None and not few(known[word])
+        for word in walked
         for statement in [lengths_statement(tool, site, text, word)]
         if statement is not None
     }
