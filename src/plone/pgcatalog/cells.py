@@ -72,6 +72,7 @@ from plone.pgcatalog.text import MAX_LEXEME_BYTES
 from plone.pgcatalog.tops import Lengths
 from plone.pgcatalog.values import text_literal
 from typing import Any
+from typing import NamedTuple
 
 import heapq
 import math
@@ -83,6 +84,7 @@ __all__ = [
     "best_rows",
     "cell_bounds",
     "cell_terms",
+    "best_held",
     "combination_bounds",
     "few_rows",
     "okapi",
@@ -114,12 +116,16 @@ three words typed)."""
 MAX_COMMON_PARTS = 2
 """The most parts ANDed walked as combinations where each holds a common
 word: at a million rows three frequent words (3,904 rows holding all
-three) crossed 1,024 combinations in 60 ms without filling a page, then
-were scored whole in 58.  Three parts of which one holds only rare words
-are answered by the rows read first."""
+three) crossed 1,024 combinations of three cells in 60 ms without filling
+a page.  The parts held by most rows beyond these are *tested* instead:
+the rows of the other parts' combinations must hold them, and a
+combination's bound adds their words' best at its length class.  Three
+parts of which one holds only rare words are answered by the rows read
+first."""
 MAX_COMMON = 3
-"""The most words held by more than :data:`FEW` rows among a query's (each
-set of them that meets every part is walked)."""
+"""The most words held by more than :data:`FEW` rows among the parts
+walked (each set of them that meets every part is walked), and among the
+parts tested."""
 WORDS_PAGE = 50
 """The longest page of anything but one word walked (the search box's are 10 or
 20): the last rows of a longer one score lower, past more combinations
@@ -239,14 +245,24 @@ def cell_bounds(meandoclen: float, idf1024: float, lengths: Lengths) -> Iterator
     return heapq.merge(rares, others, key=lambda cell: -cell[0])
 
 
+def best_held(meandoclen: float, idf1024: float, lengths: Lengths, lb: int) -> int:
+    """The best bound of a word's cells (its *idf* and *lengths*) at the
+    length class *lb*: 0 where no row of that length holds it at a
+    frequency short of the rare ones."""
+    fb = next((fb for fb in range(len(lengths), 0, -1) if 0 < lengths[fb - 1] <= lb), 0)
+    return _bound(meandoclen, idf1024, fb, lb) if fb else 0
+
+
 def combination_bounds(
-    meandoclen: float, idfs: Sequence[float], lengths: Sequence[Lengths]
+    meandoclen: float, idfs: Sequence[float], lengths: Sequence[Lengths], added: Sequence[int] = ()
 ) -> Iterator[tuple[int, int, tuple[int, ...]]]:
     """``(bound, length bucket, frequency buckets)`` of the combinations of
     the words' cells at one length class (each word's *idf* and
     :data:`~plone.pgcatalog.tops.Lengths` in order) that may hold rows,
     best bound first: each frequency class of a word from the first length
-    class a row holds it at (the rare frequencies have none)."""
+    class a row holds it at (the rare frequencies have none); *added*:
+    what each length class adds to the bound of its combinations (its
+    length bucket's place; none: nothing)."""
 
     # (each asked for again and again as the combinations are crossed:
     # a walk crosses thousands, and Python's time was most of a search's)
@@ -260,7 +276,9 @@ def combination_bounds(
         return _bound(meandoclen, idfs[word], fb, lb)
 
     def bound(lb: int, fbs: tuple[int, ...]) -> int:
-        return sum(word_bound(word, fb, lb) for word, fb in enumerate(fbs))
+        # (a length class's own addition: its combinations stay in order,
+        # each from its best, fewer times a word by a word)
+        return sum(word_bound(word, fb, lb) for word, fb in enumerate(fbs)) + (added[lb] if added else 0)
 
     heap: list[tuple[int, int, tuple[int, ...]]] = []
     seen: set[tuple[int, tuple[int, ...]]] = set()
@@ -371,29 +389,40 @@ def best_rows(
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
     if walked is None:
         return None
-    common, few = _common(parts, held, len(words))
-    sets = _common_sets(parts, common)
+    plan = _plan(parts, held, len(words))
+    assert plan is not None  # (walked_words has it)
+    common = plan.common
     begins = dict(zip(common, (lengths(common) if walked else None) or (), strict=False))
-    if sets and len(begins) < len(common):
+    if plan.sets and len(begins) < len(common):
         return None
     statistics = [total, documents, documents]
     common_dfs = [held[word] for word in common]
-    first = _first_rows(read, parts, common, few, held, where, [*statistics, *params])
-    if first is None or not sets:  # (no set: every match holds a word of few rows, and was read)
+    first = _first_rows(read, parts, common, plan.few, held, where, [*statistics, *params])
+    if first is None or not plan.sets:  # (no set: every match holds a word of few rows, and was read)
         return None if first is None else [(zoid, path, score) for score, zoid, path in first[:needed]]
     idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
+    # (a row of a length class scores at most the best of each tested
+    # word's cells there besides its combination's)
+    added = [
+        sum(best_held(meandoclen, idfs[word], begins[word], lb) for word in plan.added)
+        for lb in range(len(LENGTH_EDGES) + 1)
+    ]
 
     def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
         for bound, lb, fbs in combination_bounds(
-            meandoclen, [idfs[w] for w in words], [begins[w] for w in words]
+            meandoclen, [idfs[w] for w in words], [begins[w] for w in words], added
         ):
             yield bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
 
-    cells = heapq.merge(*map(combinations_of, sets), key=lambda cell: -cell[0])
-    # (a row the walk finds holds only common words, or was read first)
+    cells = heapq.merge(*map(combinations_of, plan.sets), key=lambda cell: -cell[0])
+    # (a row the walk finds holds only common words, or was read first;
+    # it holds the parts tested, or is none of the matches)
+    tested = [_matched(plan.tested)] if plan.tested else []
+    if tested:
+        where = f"searchable_text @@ %s::tsquery AND ({where})"
     sql = _CELL_ROWS.format(score=_score("%s::text[]", "%s::bigint[]"), where=where)
-    slack = max(map(len, sets))
-    head = [*statistics, common_dfs, common, common, *params]
+    slack = max(map(len, plan.sets)) + len(plan.added)
+    head = [*statistics, common_dfs, common, common, *tested, *params]
     # (every match holds every part: its matches are no more than the rows of the part held by fewest)
     fewest = min(sum(held[word] for word in part) for part in parts)
     most = max(MAX_COMBINATIONS, fewest // COMBINATION_ROWS)
@@ -401,23 +430,57 @@ def best_rows(
 
 
 def walked_words(terms: Terms, held: Mapping[str, int]) -> tuple[str, ...] | None:
-    """The words of *terms* whose cells :func:`best_rows` walks, by the
-    rows holding each (*held*), so that where they begin is asked for
-    them only (:mod:`~plone.pgcatalog.tops`: 25 ms a frequent word at a
-    million rows, the first time in a process); none where every match
-    holds a word of few rows (read first, all of them); None where the
-    statement that scores every match answers instead."""
+    """The words of *terms* whose cells :func:`best_rows` walks or whose
+    bounds it adds, by the rows holding each (*held*), so that where they
+    begin is asked for them only (:mod:`~plone.pgcatalog.tops`: 25 ms a
+    frequent word at a million rows, the first time in a process); none
+    where every match holds a word of few rows (read first, all of them);
+    None where the statement that scores every match answers instead."""
     words = [word for part in terms for word in part]
     parts = [tuple(word for word in part if held[word] != 0) for part in terms]
     if not all(parts):
         return ()
     if len(words) == 1:
         return tuple(words) if held[words[0]] > few_rows(1) else None
-    common, few = _common(parts, held, len(words))
-    sets = _common_sets(parts, common)
-    if sets is None or (sets and len(parts) > MAX_COMMON_PARTS) or sum(held[word] for word in few) > MAX_READ:
+    plan = _plan(parts, held, len(words))
+    if plan is None:
         return None
-    return tuple(common) if sets else ()
+    return tuple(plan.common) if plan.sets else ()
+
+
+class _Plan(NamedTuple):
+    """How :func:`best_rows` finds the rows of words in several parts."""
+
+    common: list[str]
+    """The words held by more rows than :func:`few_rows` (scored from their cells)."""
+    few: list[str]
+    """The others: their rows are read first, all of them."""
+    sets: list[tuple[str, ...]]
+    """Each set of common words walked as combinations (none: every match holds a word of *few*)."""
+    tested: list[tuple[str, ...]]
+    """The parts beyond :data:`MAX_COMMON_PARTS` that the rows of the combinations are tested against."""
+    added: list[str]
+    """Their common words, whose best cell at a length class each of its combinations' bounds adds."""
+
+
+def _plan(parts: Sequence[tuple[str, ...]], held: Mapping[str, int], words: int) -> _Plan | None:
+    """The :class:`_Plan` of *parts* by the rows holding each word
+    (*held*) in a query of *words* words: the parts walked are those held
+    by fewest rows (each combination's rows fewer, and the part tested
+    keeps most of them); None where too many common words or rows of few
+    words would be read."""
+    common, few = _common(parts, held, words)
+    if sum(held[word] for word in few) > MAX_READ:
+        return None
+    if not all(set(part) & set(common) for part in parts):
+        return _Plan(common, few, [], [], [])
+    by_rows = sorted(parts, key=lambda part: sum(held[word] for word in part))
+    walked, tested = by_rows[:MAX_COMMON_PARTS], by_rows[MAX_COMMON_PARTS:]
+    added = [word for part in tested for word in part if word in common]
+    sets = _common_sets(walked, [word for word in common if word not in added])
+    if sets is None or len(added) > MAX_COMMON:
+        return None
+    return _Plan(common, few, sets, tested, added)
 
 
 def _common(
@@ -428,6 +491,11 @@ def _common(
     most = few_rows(words)
     found = [word for part in parts for word in part]
     return [word for word in found if held[word] > most], [word for word in found if held[word] <= most]
+
+
+def _matched(parts: Sequence[tuple[str, ...]]) -> str:
+    """The ``tsquery`` of a row holding a word of each of *parts*."""
+    return " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
 
 
 def _common_sets(parts: Sequence[tuple[str, ...]], common: Sequence[str]) -> list[tuple[str, ...]] | None:
@@ -462,7 +530,7 @@ def _first_rows(
     *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
     keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
-    matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
+    matched = _matched(parts)
     reached = f"{CELLS} && %s::text[]" + (" OR searchable_text @@ %s::tsquery" if few else "")
     # (the few words' rows that hold every part, as the text index finds
     # them: a glob's rare words after a frequent word typed, or before it,

@@ -505,8 +505,8 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
     }
     vectors = [frequencies_statement(tool, site, text, part) for part in globs]
     # where the cells of the words the walk reads begin: those the counts
-    # known tell (three common words typed are scored whole: their cells'
-    # probe took 25 ms a word, once a process), else every word known to
+    # known tell (a glob of many common words is scored whole: their
+    # cells' probe took 25 ms a word, once a process), else every word known to
     # be common, unless a part's words are all known to be held by few
     # rows (every match holds one: read first, and no cell is walked)
     counts = {word: count for word, count in known.items() if count is not None}
