@@ -4,6 +4,7 @@ the parts' words are held by, the more combinations it may cross."""
 
 from plone.pgcatalog import cells
 from plone.pgcatalog.schema import FREQUENCY_EDGES
+from plone.pgcatalog.schema import LENGTH_EDGES
 from plone.pgcatalog.schema import RARE_FREQUENCY
 
 import unittest
@@ -54,3 +55,22 @@ class WalkBudgetTest(unittest.TestCase):
         self.assertEqual(best, [(*ROW, 10**9)])
         best, _ = self.walk(10_000, found_after=2_000)
         self.assertIsNone(best)
+
+
+class AddedBoundsTest(unittest.TestCase):
+    """A length class's addition (the best of a part tested there) keeps
+    the combinations best bound first, each its own bound plus it."""
+
+    def test_in_order_with_what_each_length_class_adds(self):
+        meandoclen, idfs = 120.0, [900.0, 1400.0]
+        classes = FREQUENCY_EDGES.index(RARE_FREQUENCY)
+        lengths = [tuple(min(fb, 6) for fb in range(1, classes + 1)), (2,) * classes]
+        plain = {(lb, fbs): bound for bound, lb, fbs in cells.combination_bounds(meandoclen, idfs, lengths)}
+        tested = (3,) * classes
+        added = [cells.best_held(meandoclen, 700.0, tested, lb) for lb in range(len(LENGTH_EDGES) + 1)]
+        self.assertEqual(added[:3], [0, 0, 0])  # (not held short of length class 3)
+        self.assertGreater(added[3], added[-1])  # (longer rows score less)
+        walked = list(cells.combination_bounds(meandoclen, idfs, lengths, added))
+        bounds = [bound for bound, _, _ in walked]
+        self.assertEqual(bounds, sorted(bounds, reverse=True))
+        self.assertEqual({(lb, fbs): bound - added[lb] for bound, lb, fbs in walked}, plain)
