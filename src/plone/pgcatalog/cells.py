@@ -467,20 +467,24 @@ def _plan(parts: Sequence[tuple[str, ...]], held: Mapping[str, int], words: int)
     """The :class:`_Plan` of *parts* by the rows holding each word
     (*held*) in a query of *words* words: the parts walked are those held
     by fewest rows (each combination's rows fewer, and the part tested
-    keeps most of them); None where too many common words or rows of few
-    words would be read."""
+    keeps most of them), as many as :data:`MAX_COMMON_PARTS` whose common
+    words are :data:`MAX_COMMON` at most; None where too many common words
+    or rows of few words would be read."""
     common, few = _common(parts, held, words)
     if sum(held[word] for word in few) > MAX_READ:
         return None
     if not all(set(part) & set(common) for part in parts):
         return _Plan(common, few, [], [], [])
     by_rows = sorted(parts, key=lambda part: sum(held[word] for word in part))
-    walked, tested = by_rows[:MAX_COMMON_PARTS], by_rows[MAX_COMMON_PARTS:]
-    added = [word for part in tested for word in part if word in common]
-    sets = _common_sets(walked, [word for word in common if word not in added])
-    if sets is None or len(added) > MAX_COMMON:
-        return None
-    return _Plan(common, few, sets, tested, added)
+    # (fewer parts walked where theirs are too many common words: a glob
+    # of several typed after a frequent word)
+    for walking in range(min(len(parts), MAX_COMMON_PARTS), 0, -1):
+        walked, tested = by_rows[:walking], by_rows[walking:]
+        added = [word for part in tested for word in part if word in common]
+        sets = _common_sets(walked, [word for word in common if word not in added])
+        if sets is not None and len(added) <= MAX_COMMON:
+            return _Plan(common, few, sets, tested, added)
+    return None
 
 
 def _common(
