@@ -143,6 +143,8 @@ million rows ``seminar* AND tea*`` crossed about 2,000 combinations, 90
 ms, where scoring its 40,000 matches took 520)."""
 _SEPARATOR = chr(31)
 """Between the cells' keys of a combination (no lexeme holds it)."""
+_TESTED = chr(30)
+"""Between a combination's keys and those of each part tested."""
 
 
 Terms = tuple[tuple[str, ...], ...]
@@ -330,15 +332,18 @@ def _score(words: str, frequencies: str) -> str:
 
 # each cell's rows in turn (a nested loop over the keys, in order: OFFSET
 # 0 keeps the subquery apart, scanned for each key), so that LIMIT stops
-# the statement at the cell that fills the page; the query's other
+# the statement at the cell that fills the page; a part tested is one
+# of its words' cells at the key's length class, which the same index
+# finds (a row tested from the heap read its text, and most held none of
+# them: three frequent words, 150-340 ms at a million rows); the query's other
 # criteria only filter the cell's rows (inside COALESCE the planner reads
 # no index for them: ANDed with the bitmap of every row a user may see, a
 # cell of 241 rows took 20 ms)
 _CELL_ROWS = (
     "SELECT k.i, r.* FROM unnest(%s::text[]) WITH ORDINALITY AS k(key, i) CROSS JOIN LATERAL ("
     "SELECT {score}, object_state.zoid, object_state.path"
-    f" FROM {ROWS} WHERE {CELLS} @> string_to_array(k.key, chr({ord(_SEPARATOR)}))"
-    " AND searchable_text IS NOT NULL AND COALESCE(({where}), false)"
+    f" FROM {ROWS} WHERE {CELLS} @> string_to_array(split_part(k.key, chr({ord(_TESTED)}), 1), chr({ord(_SEPARATOR)}))"
+    "{tested} AND searchable_text IS NOT NULL AND COALESCE(({where}), false)"
     " OFFSET 0) AS r"
     " LIMIT %s"
 )
@@ -383,7 +388,7 @@ def best_rows(
         if found is None:
             return None
         idf = math.log(1.0 + documents / df) * 1024.0
-        sql = _CELL_ROWS.format(score=_OKAPI, where=where)
+        sql = _CELL_ROWS.format(score=_OKAPI, tested="", where=where)
         scored = [word, word, lexeme(word), total, documents, documents, df]
         cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
@@ -408,25 +413,74 @@ def best_rows(
         for lb in range(len(LENGTH_EDGES) + 1)
     ]
 
+    # (the cells of each part tested's common words at each length class)
+    tested = [
+        [
+            _SEPARATOR.join(
+                f"{fb} {lb} {word}"
+                for word in part
+                if word in begins
+                for fb, first in enumerate(begins[word], 1)
+                if 0 < first <= lb
+            )
+            for lb in range(len(LENGTH_EDGES) + 1)
+        ]
+        for part in plan.tested
+    ]
+
     def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
         for bound, lb, fbs in combination_bounds(
             meandoclen, [idfs[w] for w in words], [begins[w] for w in words], added
         ):
-            yield bound, _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
+            keys = _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
+            if all(part[lb] for part in tested):  # (else its rows hold no part tested there)
+                yield bound, _TESTED.join([keys, *(part[lb] for part in tested)])
+
+    # each cell of the first part tested at each length class, and what
+    # its bound takes from the best there
+    fine = [
+        [
+            (
+                _bound(meandoclen, idfs[word], fb, lb) - best_held(meandoclen, idfs[word], begins[word], lb),
+                key,
+            )
+            for part in plan.tested[:1]
+            for word in part
+            if word in begins
+            for fb, first in enumerate(begins[word], 1)
+            if 0 < first <= lb
+            for key in [f"{fb} {lb} {word}"]
+        ]
+        for lb in range(len(LENGTH_EDGES) + 1)
+    ]
+
+    def refine(cell: tuple[int, str], least: int) -> list[tuple[int, str]]:
+        # (once the page is full: of a combination's rows, those holding
+        # each cell of the part tested, whose bound may beat the page's
+        # last row; reading them all read 1,285 rows of three frequent
+        # words for ten, 41 ms at a million rows)
+        bound, keys = cell
+        walked, _, *others = keys.split(_TESTED)
+        lb = int(walked.split(_SEPARATOR, 1)[0].split(" ")[1])
+        return [
+            (bound + less, _TESTED.join([walked, key, *others]))
+            for less, key in fine[lb]
+            if bound + less >= least
+        ]
 
     cells = heapq.merge(*map(combinations_of, plan.sets), key=lambda cell: -cell[0])
-    # (a row the walk finds holds only common words, or was read first;
-    # it holds the parts tested, or is none of the matches)
-    tested = [_matched(plan.tested)] if plan.tested else []
-    if tested:
-        where = f"searchable_text @@ %s::tsquery AND ({where})"
-    sql = _CELL_ROWS.format(score=_score("%s::text[]", "%s::bigint[]"), where=where)
+    # (a row the walk finds holds only common words, or was read first)
+    of_tested = "".join(
+        f" AND {CELLS} && string_to_array(split_part(k.key, chr({ord(_TESTED)}), {n}), chr({ord(_SEPARATOR)}))"
+        for n in range(2, len(tested) + 2)
+    )
+    sql = _CELL_ROWS.format(score=_score("%s::text[]", "%s::bigint[]"), tested=of_tested, where=where)
     slack = max(map(len, plan.sets)) + len(plan.added)
-    head = [*statistics, common_dfs, common, common, *tested, *params]
+    head = [*statistics, common_dfs, common, common, *params]
     # (every match holds every part: its matches are no more than the rows of the part held by fewest)
     fewest = min(sum(held[word] for word in part) for part in parts)
     most = max(MAX_COMBINATIONS, fewest // COMBINATION_ROWS)
-    return _walk(read, sql, head, cells, needed, first, slack, most)
+    return _walk(read, sql, head, cells, needed, first, slack, most, refine if tested else None)
 
 
 def walked_words(terms: Terms, held: Mapping[str, int]) -> tuple[str, ...] | None:
@@ -562,12 +616,15 @@ def _walk(
     first: list[tuple[int, int, str]],
     slack: int,
     most: int | None,
+    refine: Callable[[tuple[int, str], int], list[tuple[int, str]]] | None = None,
 ) -> list[tuple[int, str, int]] | None:
     """The walk of :func:`best_rows` over *cells* (``(bound, keys)``, best
     bound first) from the rows *first* already found (``(score, zoid,
     path)``, best first); a row found again counts once; *slack*: the
     bound's rounding (one a word); *most*: the cells it may cross before
-    it gives up (None: all)."""
+    it gives up (None: all); *refine(cell, least)*: once the page is
+    full, the cells that a cell's rows are in, those whose bound is
+    *least* or more (their order does not matter: each is read)."""
     queued: deque[tuple[int, str]] = deque()  # cells to read before the next ones
     batch, whole, read_rows, crossed = FIRST_BATCH, False, len(first), 0
     seen = {zoid for _, zoid, _ in first}
@@ -582,7 +639,7 @@ def _walk(
             if cell is None or (last is not None and cell[0] < last):
                 queued.clear()
                 break
-            keys.append(cell)
+            keys += [cell] if last is None or refine is None else refine(cell, last)
         if not keys:
             return [(zoid, path, score) for score, zoid, path in best]
         crossed += len(keys)
