@@ -180,7 +180,12 @@ class CellsTest(unittest.TestCase):
         # a word held by so few rows is scored whole on a real site; and
         # two words whose rows hold them together so seldom (a site of 70
         # rows of 3 to 600 words) would cross too many combinations
-        for name, value in (("FEW", 0), ("FEW_ALONE", 0), ("MAX_COMBINATIONS", 100_000)):
+        for name, value in (
+            ("FEW", 0),
+            ("FEW_ALONE", 0),
+            ("MAX_COMBINATIONS", 100_000),
+            ("TESTED_MATCHES", 0),
+        ):
             patched = mock.patch.object(cells, name, value)
             patched.start()
             self.addCleanup(patched.stop)
@@ -252,6 +257,16 @@ class CellsTest(unittest.TestCase):
         query = {"SearchableText": "quartz AND topaz AND (juniper OR heron)", "b_start": 0, "b_size": 50}
         self.compare("manager", [query])
         self.assertIn("/short-2", found(self.pg, {**query, "SearchableText": "quartz AND topaz"})[0])
+
+    def test_a_part_tested_where_its_matches_are_expected_many(self):
+        # (a tested part's walk costs more than scoring few matches whole)
+        login(self.layer["app"], SITE_OWNER_NAME)
+        query = {"SearchableText": "quartz AND topaz AND amber", **PAGE}
+        for least, walked in ((10_000, 0), (1, 1)):
+            kept.clear()
+            with mock.patch.object(cells, "TESTED_MATCHES", least), walks() as answered:
+                self.assertEqual(found(self.pg, query), every_match_scored(self.pg, query))
+            self.assertEqual(len(answered), walked, least)
 
     def test_words_that_cross_too_many_combinations_are_scored_whole(self):
         login(self.layer["app"], SITE_OWNER_NAME)

@@ -46,6 +46,15 @@ each set is walked as a combination, and the sets' combinations are read
 in one order of their bounds.  A row is scored from its words among the
 query's (each with its idf), whichever way it was found, and counted once.
 
+Three parts each holding a common word (three words typed) would walk
+combinations of three cells, most of them empty: the two parts held by
+fewest rows are walked, and the third is *tested*.  The rows of a
+combination must be in one of the third part's common words' cells at
+the combination's length class (the same index finds them), and its
+bound adds the best of those cells' bounds; once the page is full, each
+combination left is read by those cells one at a time, each with its
+own bound, so that only those that may beat the page are read.
+
 A phrase scores the sum of its words, and a ``NOT`` part nothing: the
 phrase's words are parts, and the phrase and each ``NOT`` part are
 criteria of the rows found (:func:`cell_terms`).
@@ -122,6 +131,12 @@ the rows of the other parts' combinations must hold them, and a
 combination's bound adds their words' best at its length class.  Three
 parts of which one holds only rare words are answered by the rows read
 first."""
+TESTED_MATCHES = 5_000
+"""The fewest matches expected (:func:`_expected`) for which a part is
+tested: at a million rows three frequent words (3,900 matches) were read
+from the cells in 50 ms of statements, where scoring them took 60-100;
+two frequent words and a middling one (38 matches) scored whole in 12 ms,
+and walked in 40-55 (p95)."""
 MAX_COMMON = 3
 """The most words held by more than :data:`FEW` rows among the parts
 walked (each set of them that meets every part is walked), and among the
@@ -380,7 +395,7 @@ def best_rows(
     if not all(parts) or not documents:
         return []
     meandoclen = total / documents
-    walked = walked_words(terms, held)
+    walked = walked_words(terms, held, documents)
     if len(words) == 1:
         (word,) = words
         df = held[word]
@@ -394,7 +409,7 @@ def best_rows(
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
     if walked is None:
         return None
-    plan = _plan(parts, held, len(words))
+    plan = _plan(parts, held, len(words), documents)
     assert plan is not None  # (walked_words has it)
     common = plan.common
     begins = dict(zip(common, (lengths(common) if walked else None) or (), strict=False))
@@ -483,20 +498,24 @@ def best_rows(
     return _walk(read, sql, head, cells, needed, first, slack, most, refine if tested else None)
 
 
-def walked_words(terms: Terms, held: Mapping[str, int]) -> tuple[str, ...] | None:
+def walked_words(
+    terms: Terms, held: Mapping[str, int], documents: float | None = None
+) -> tuple[str, ...] | None:
     """The words of *terms* whose cells :func:`best_rows` walks or whose
     bounds it adds, by the rows holding each (*held*), so that where they
     begin is asked for them only (:mod:`~plone.pgcatalog.tops`: 25 ms a
     frequent word at a million rows, the first time in a process); none
     where every match holds a word of few rows (read first, all of them);
-    None where the statement that scores every match answers instead."""
+    None where the statement that scores every match answers instead
+    (with the index's *documents*: where a part would be tested and its
+    matches are expected to be few, :data:`TESTED_MATCHES`)."""
     words = [word for part in terms for word in part]
     parts = [tuple(word for word in part if held[word] != 0) for part in terms]
     if not all(parts):
         return ()
     if len(words) == 1:
         return tuple(words) if held[words[0]] > few_rows(1) else None
-    plan = _plan(parts, held, len(words))
+    plan = _plan(parts, held, len(words), documents)
     if plan is None:
         return None
     return tuple(plan.common) if plan.sets else ()
@@ -512,12 +531,14 @@ class _Plan(NamedTuple):
     sets: list[tuple[str, ...]]
     """Each set of common words walked as combinations (none: every match holds a word of *few*)."""
     tested: list[tuple[str, ...]]
-    """The parts beyond :data:`MAX_COMMON_PARTS` that the rows of the combinations are tested against."""
+    """The parts not walked: a combination's rows are in a cell of their common words."""
     added: list[str]
     """Their common words, whose best cell at a length class each of its combinations' bounds adds."""
 
 
-def _plan(parts: Sequence[tuple[str, ...]], held: Mapping[str, int], words: int) -> _Plan | None:
+def _plan(
+    parts: Sequence[tuple[str, ...]], held: Mapping[str, int], words: int, documents: float | None = None
+) -> _Plan | None:
     """The :class:`_Plan` of *parts* by the rows holding each word
     (*held*) in a query of *words* words: the parts walked are those held
     by fewest rows (each combination's rows fewer, and the part tested
@@ -536,9 +557,19 @@ def _plan(parts: Sequence[tuple[str, ...]], held: Mapping[str, int], words: int)
         walked, tested = by_rows[:walking], by_rows[walking:]
         added = [word for part in tested for word in part if word in common]
         sets = _common_sets(walked, [word for word in common if word not in added])
-        if sets is not None and len(added) <= MAX_COMMON:
-            return _Plan(common, few, sets, tested, added)
+        if sets is None or len(added) > MAX_COMMON:
+            continue
+        if tested and documents and _expected(by_rows, held, documents) < TESTED_MATCHES:
+            return None
+        return _Plan(common, few, sets, tested, added)
     return None
+
+
+def _expected(parts: Sequence[tuple[str, ...]], held: Mapping[str, int], documents: float) -> float:
+    """The rows of *documents* expected to hold every part, were the parts'
+    words held independently (three of the workload's frequent words: 8,000
+    expected, 3,900 found)."""
+    return documents * math.prod(min(1.0, sum(held[word] for word in part) / documents) for part in parts)
 
 
 def _common(
