@@ -156,6 +156,20 @@ def walks():
         yield answered
 
 
+@contextlib.contextmanager
+def cells_asked():
+    """The words whose cells' beginnings are asked for with the counts
+    (a list of them)."""
+    asked = []
+
+    def spy(*args, **kw):
+        asked.append(args[3])
+        return tops.lengths_statement(*args, **kw)
+
+    with mock.patch.object(search, "lengths_statement", spy):
+        yield asked
+
+
 def found(site, query):
     """``test_relevance.scored`` of *query*, a path in it below *site*."""
     if "path" in query:
@@ -330,21 +344,14 @@ class CellsTest(unittest.TestCase):
         # million rows the probe of a frequent word's classes took 30 ms)
         login(self.layer["app"], SITE_OWNER_NAME)
         query = {"SearchableText": "topaz AND quake", **PAGE}
-        asked = []
-
-        def spy(*args, **kw):
-            asked.append(args[3])
-            return tops.lengths_statement(*args, **kw)
-
-        with mock.patch.object(cells, "FEW", 4), mock.patch.object(search, "lengths_statement", spy):
+        with mock.patch.object(cells, "FEW", 4), cells_asked() as asked:
             found(self.pg, query)  # (its words counted: the next search knows them)
             kept.clear()  # (the page it found is kept)
             with walks() as answered:
                 ours = found(self.pg, query)
             self.assertEqual(ours, every_match_scored(self.pg, query))
-        self.assertEqual((len(answered), asked), (1, []))
-        self.assertEqual(ours[1:], found(self.z, query)[1:])
-        with mock.patch.object(cells, "FEW", 4), mock.patch.object(search, "lengths_statement", spy):
+            self.assertEqual((len(answered), asked), (1, []))
+            self.assertEqual(ours[1:], found(self.z, query)[1:])
             found(self.pg, {"SearchableText": "topaz AND quartz", **PAGE})
         self.assertIn("topaz", asked)  # (two common words: walked)
 
@@ -354,14 +361,8 @@ class CellsTest(unittest.TestCase):
         # once a process)
         login(self.layer["app"], SITE_OWNER_NAME)
         query = {"SearchableText": "amber AND qua*", **PAGE}
-        asked = []
-
-        def spy(*args, **kw):
-            asked.append(args[3])
-            return tops.lengths_statement(*args, **kw)
-
         found(self.pg, query)  # (its words counted: the next search knows them)
-        with mock.patch.object(search, "lengths_statement", spy), walks() as answered:
+        with cells_asked() as asked, walks() as answered:
             ours = found(self.pg, query)
         self.assertEqual((answered, asked), ([], []))
         self.assertEqual(ours, every_match_scored(self.pg, query))
