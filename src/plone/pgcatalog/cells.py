@@ -435,8 +435,8 @@ def best_rows(
                 f"{fb} {lb} {word}"
                 for word in part
                 if word in begins
-                for fb, first in enumerate(begins[word], 1)
-                if 0 < first <= lb
+                for fb, begin in enumerate(begins[word], 1)
+                if 0 < begin <= lb
             )
             for lb in range(len(LENGTH_EDGES) + 1)
         ]
@@ -462,8 +462,8 @@ def best_rows(
             for part in plan.tested[:1]
             for word in part
             if word in begins
-            for fb, first in enumerate(begins[word], 1)
-            if 0 < first <= lb
+            for fb, begin in enumerate(begins[word], 1)
+            if 0 < begin <= lb
             for key in [f"{fb} {lb} {word}"]
         ]
         for lb in range(len(LENGTH_EDGES) + 1)
@@ -475,10 +475,10 @@ def best_rows(
         # last row; reading them all read 1,285 rows of three frequent
         # words for ten, 41 ms at a million rows)
         bound, keys = cell
-        walked, _, *others = keys.split(_TESTED)
-        lb = int(walked.split(_SEPARATOR, 1)[0].split(" ")[1])
+        combination, _, *others = keys.split(_TESTED)
+        lb = int(combination.split(_SEPARATOR, 1)[0].split(" ")[1])
         return [
-            (bound + less, _TESTED.join([walked, key, *others]))
+            (bound + less, _TESTED.join([combination, key, *others]))
             for less, key in fine[lb]
             if bound + less >= least
         ]
