@@ -395,11 +395,10 @@ def best_rows(
     if not all(parts) or not documents:
         return []
     meandoclen = total / documents
-    walked = walked_words(terms, held, documents)
     if len(words) == 1:
         (word,) = words
         df = held[word]
-        found = lengths(words) if walked else None
+        found = lengths(words) if df > few_rows(1) else None
         if found is None:
             return None
         idf = math.log(1.0 + documents / df) * 1024.0
@@ -407,12 +406,11 @@ def best_rows(
         scored = [word, word, lexeme(word), total, documents, documents, df]
         cells = ((bound, f"{fb} {lb} {word}") for bound, fb, lb in cell_bounds(meandoclen, idf, found[0]))
         return _walk(read, sql, [*scored, *params], cells, needed, [], 1, None)
-    if walked is None:
-        return None
     plan = _plan(parts, held, len(words), documents)
-    assert plan is not None  # (walked_words has it)
+    if plan is None:
+        return None
     common = plan.common
-    begins = dict(zip(common, (lengths(common) if walked else None) or (), strict=False))
+    begins = dict(zip(common, (lengths(common) if plan.sets else None) or (), strict=False))
     if plan.sets and len(begins) < len(common):
         return None
     statistics = [total, documents, documents]
@@ -421,26 +419,27 @@ def best_rows(
     if first is None or not plan.sets:  # (no set: every match holds a word of few rows, and was read)
         return None if first is None else [(zoid, path, score) for score, zoid, path in first[:needed]]
     idfs = {word: math.log(1.0 + documents / held[word]) * 1024.0 for word in common}
-    # (a row of a length class scores at most the best of each tested
-    # word's cells there besides its combination's)
-    added = [
-        sum(best_held(meandoclen, idfs[word], begins[word], lb) for word in plan.added)
-        for lb in range(len(LENGTH_EDGES) + 1)
-    ]
-
-    # (the cells of each part tested's common words at each length class)
+    classes = range(len(LENGTH_EDGES) + 1)
+    # at each length class: what a row scores at most from the tested
+    # words besides its combination, the cells of each part tested, and
+    # each cell of the first with what its bound takes from the best there
+    best = {
+        (word, lb): best_held(meandoclen, idfs[word], begins[word], lb)
+        for word in plan.added
+        for lb in classes
+    }
+    added = [sum(best[word, lb] for word in plan.added) for lb in classes] if plan.added else []
     tested = [
-        [
-            _SEPARATOR.join(
-                f"{fb} {lb} {word}"
-                for word in part
-                if word in begins
-                for fb, begin in enumerate(begins[word], 1)
-                if 0 < begin <= lb
-            )
-            for lb in range(len(LENGTH_EDGES) + 1)
-        ]
+        [_SEPARATOR.join(f"{fb} {lb} {word}" for word, fb in _held_cells(part, begins, lb)) for lb in classes]
         for part in plan.tested
+    ]
+    fine = [
+        [
+            (_bound(meandoclen, idfs[word], fb, lb) - best[word, lb], f"{fb} {lb} {word}")
+            for part in plan.tested[:1]
+            for word, fb in _held_cells(part, begins, lb)
+        ]
+        for lb in classes
     ]
 
     def combinations_of(words: tuple[str, ...]) -> Iterator[tuple[int, str]]:
@@ -450,24 +449,6 @@ def best_rows(
             keys = _SEPARATOR.join(f"{fb} {lb} {word}" for fb, word in zip(fbs, words, strict=True))
             if all(part[lb] for part in tested):  # (else its rows hold no part tested there)
                 yield bound, _TESTED.join([keys, *(part[lb] for part in tested)])
-
-    # each cell of the first part tested at each length class, and what
-    # its bound takes from the best there
-    fine = [
-        [
-            (
-                _bound(meandoclen, idfs[word], fb, lb) - best_held(meandoclen, idfs[word], begins[word], lb),
-                key,
-            )
-            for part in plan.tested[:1]
-            for word in part
-            if word in begins
-            for fb, begin in enumerate(begins[word], 1)
-            if 0 < begin <= lb
-            for key in [f"{fb} {lb} {word}"]
-        ]
-        for lb in range(len(LENGTH_EDGES) + 1)
-    ]
 
     def refine(cell: tuple[int, str], least: int) -> list[tuple[int, str]]:
         # (once the page is full: of a combination's rows, those holding
@@ -498,27 +479,30 @@ def best_rows(
     return _walk(read, sql, head, cells, needed, first, slack, most, refine if tested else None)
 
 
-def walked_words(
-    terms: Terms, held: Mapping[str, int], documents: float | None = None
-) -> tuple[str, ...] | None:
+def walked_words(terms: Terms, known: Mapping[str, int | None]) -> tuple[str, ...]:
     """The words of *terms* whose cells :func:`best_rows` walks or whose
-    bounds it adds, by the rows holding each (*held*), so that where they
-    begin is asked for them only (:mod:`~plone.pgcatalog.tops`: 25 ms a
-    frequent word at a million rows, the first time in a process); none
-    where every match holds a word of few rows (read first, all of them);
-    None where the statement that scores every match answers instead
-    (with the index's *documents*: where a part would be tested and its
-    matches are expected to be few, :data:`TESTED_MATCHES`)."""
+    bounds it adds, by the rows known to hold each (*known*; None: not
+    counted yet), so that where they begin is asked for them only
+    (:mod:`~plone.pgcatalog.tops`: 25 ms a frequent word at a million
+    rows, the first time in a process).  None where every match holds a
+    word of few rows (read first, all of them) or the statement that
+    scores every match answers instead; where a count is unknown, each
+    word known to be common, unless a part's words are all known to be
+    held by few rows."""
     words = [word for part in terms for word in part]
-    parts = [tuple(word for word in part if held[word] != 0) for part in terms]
+    most = few_rows(len(words))
+    counts = {word: count for word, count in known.items() if count is not None}
+    if len(counts) < len(words):
+        if any(all(word in counts and counts[word] <= most for word in part) for part in terms):
+            return ()
+        return tuple(word for word, count in counts.items() if count > most)
+    parts = [tuple(word for word in part if counts[word] != 0) for part in terms]
     if not all(parts):
         return ()
     if len(words) == 1:
-        return tuple(words) if held[words[0]] > few_rows(1) else None
-    plan = _plan(parts, held, len(words), documents)
-    if plan is None:
-        return None
-    return tuple(plan.common) if plan.sets else ()
+        return tuple(words) if counts[words[0]] > most else ()
+    plan = _plan(parts, counts, len(words))
+    return tuple(plan.common) if plan is not None and plan.sets else ()
 
 
 class _Plan(NamedTuple):
@@ -582,9 +566,13 @@ def _common(
     return [word for word in found if held[word] > most], [word for word in found if held[word] <= most]
 
 
-def _matched(parts: Sequence[tuple[str, ...]]) -> str:
-    """The ``tsquery`` of a row holding a word of each of *parts*."""
-    return " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
+def _held_cells(words: Sequence[str], begins: Mapping[str, Lengths], lb: int) -> Iterator[tuple[str, int]]:
+    """``(word, frequency bucket)`` of each cell of *words* (those whose
+    *begins* are known) that a row of the length class *lb* may be in."""
+    for word in words:
+        for fb, begin in enumerate(begins.get(word, ()), 1):
+            if 0 < begin <= lb:
+                yield word, fb
 
 
 def _common_sets(parts: Sequence[tuple[str, ...]], common: Sequence[str]) -> list[tuple[str, ...]] | None:
@@ -619,7 +607,7 @@ def _first_rows(
     *where*'s."""
     rare = FREQUENCY_EDGES.index(RARE_FREQUENCY) + 1
     keys = [f"{fb} 0 {word}" for word in common for fb in range(rare, len(FREQUENCY_EDGES) + 1)]
-    matched = _matched(parts)
+    matched = " & ".join("(" + " | ".join(map(lexeme, part)) + ")" for part in parts)
     reached = f"{CELLS} && %s::text[]" + (" OR searchable_text @@ %s::tsquery" if few else "")
     # (the few words' rows that hold every part, as the text index finds
     # them: a glob's rare words after a frequent word typed, or before it,

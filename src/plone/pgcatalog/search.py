@@ -504,18 +504,10 @@ def _best_rows(catalog: Catalog, plan: Plan, needed: int) -> list[Row] | None:
         for word, key in zip(single, keys, strict=True)
     }
     vectors = [frequencies_statement(tool, site, text, part) for part in globs]
-    # where the cells of the words the walk reads begin: those the counts
-    # known tell (a glob of many common words is scored whole: their
-    # cells' probe took 25 ms a word, once a process), else every word known to
-    # be common, unless a part's words are all known to be held by few
-    # rows (every match holds one: read first, and no cell is walked)
-    counts = {word: count for word, count in known.items() if count is not None}
-    if len(counts) == len(known):
-        walked = cells.walked_words(terms, counts) or ()
-    elif any(all(few(known[word]) for word in part) for part in terms):
-        walked = ()
-    else:
-        walked = tuple(word for word, count in counts.items() if not few(count))
+    # where the cells of the words the walk reads begin (a glob of many
+    # common words is scored whole: their cells' probe took 25 ms a word,
+    # once a process)
+    walked = cells.walked_words(terms, known)
     begun = {
         word: statement
         for word in walked
